@@ -1,0 +1,53 @@
+# USER-NVALCHEMI developer entry points (see README.md):
+#   make run    set up everything, then run examples/lj on 2 MPI ranks
+#   make test   set up everything, then run the whole test suite (ctest)
+#
+# Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
+# instead of the pinned Debian source), JOBS (parallel compile jobs).
+
+BUILD ?= $(CURDIR)/build
+LAMMPS_DIR ?= $(BUILD)/lammps-src
+JOBS ?= $(shell nproc)
+PYTHON := $(BUILD)/venv/bin/python
+LMP := $(BUILD)/lammps/lmp
+
+# ccache keys on paths relative to the checkout, so clones at other paths share the cache
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+# OpenMPI refuses to run as root without these (CI and these machines run as root)
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+
+LAMMPS_PACKAGES := USER-NVALCHEMI MOLECULE KSPACE EXTRA-PAIR PLUGIN
+
+.PHONY: all deps lammps nvalchemi run test clean
+
+all: nvalchemi
+
+deps:
+	@LAMMPS_DIR=$(filter-out $(BUILD)/lammps-src,$(LAMMPS_DIR)) tools/install-deps.sh $(BUILD)
+
+# LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE)
+lammps: deps
+	@test -f $(BUILD)/lammps/CMakeCache.txt || cmake -S $(LAMMPS_DIR)/cmake -B $(BUILD)/lammps \
+	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DBUILD_MPI=on \
+	  -DCMAKE_PROJECT_lammps_INCLUDE=$(CURDIR)/cmake/USER-NVALCHEMI.cmake \
+	  -DNVALCHEMI_PYTHON=$(PYTHON) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on)
+	@cmake --build $(BUILD)/lammps -j $(JOBS)
+
+# the plugin, the unit tests, the reference models and the ctest suite
+nvalchemi: lammps
+	@test -f $(BUILD)/nvalchemi/CMakeCache.txt || cmake -S . -B $(BUILD)/nvalchemi \
+	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+	  -DLAMMPS_SOURCE_DIR=$(LAMMPS_DIR)/src -DLAMMPS_BINARY=$(LMP) -DNVALCHEMI_PYTHON=$(PYTHON)
+	@cmake --build $(BUILD)/nvalchemi -j $(JOBS)
+
+run: nvalchemi
+	cd examples/lj && mpirun -np 2 $(LMP) -in in.lj -log none
+
+test: nvalchemi
+	ctest --test-dir $(BUILD)/nvalchemi --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD)/lammps $(BUILD)/nvalchemi

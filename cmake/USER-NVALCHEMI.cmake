@@ -1,0 +1,32 @@
+# USER-NVALCHEMI as a LAMMPS package, without changing any LAMMPS file:
+#
+#   cmake -S <lammps>/cmake -B build -DCMAKE_PROJECT_lammps_INCLUDE=<this file> -DPKG_USER-NVALCHEMI=on
+#
+# CMake runs this file right after LAMMPS' `project(lammps)`. The package's styles are registered
+# now, before LAMMPS writes its style headers; its sources join the `lammps` target at the end of
+# LAMMPS' CMakeLists.txt (cmake_language DEFER), once that target exists. doc/Build_nvalchemi.rst
+# explains why this route was chosen over patching LAMMPS' CMakeLists.txt.
+include_guard(GLOBAL)
+
+option(PKG_USER-NVALCHEMI "Build the USER-NVALCHEMI package (pair_style nvalchemi)" OFF)
+if(NOT PKG_USER-NVALCHEMI)
+  return()
+endif()
+
+get_filename_component(NVALCHEMI_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/../src/USER-NVALCHEMI ABSOLUTE)
+include(${CMAKE_CURRENT_LIST_DIR}/NVAlchemiTorch.cmake)
+include(${NVALCHEMI_SOURCE_DIR}/sources.cmake)
+nvalchemi_find_torch()
+
+include(${CMAKE_CURRENT_SOURCE_DIR}/Modules/StyleHeaderUtils.cmake)
+RegisterStyles(${NVALCHEMI_SOURCE_DIR})
+
+function(nvalchemi_add_to_lammps)
+  nvalchemi_add_torch_objects(nvalchemi_torch ${NVALCHEMI_TORCH_SOURCES})
+  target_include_directories(nvalchemi_torch PRIVATE ${NVALCHEMI_SOURCE_DIR})
+  target_sources(lammps PRIVATE ${NVALCHEMI_SOURCES} $<TARGET_OBJECTS:nvalchemi_torch>)
+  target_include_directories(lammps PRIVATE ${NVALCHEMI_SOURCE_DIR})
+  nvalchemi_link_torch(lammps)
+  message(STATUS "USER-NVALCHEMI: pair_style nvalchemi built into LAMMPS")
+endfunction()
+cmake_language(DEFER CALL nvalchemi_add_to_lammps)

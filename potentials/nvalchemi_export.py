@@ -1,0 +1,52 @@
+"""Write TorchScript models that pair_style nvalchemi can run.
+
+The model contract (inputs, outputs, metadata, units, signs) is doc/Howto_nvalchemi_contract.rst;
+this module is its Python side: `save_model` scripts a module and stores the metadata inside the
+archive, `read_metadata` reads it back.
+"""
+
+import json
+from typing import Dict, Optional, Sequence
+
+import torch
+
+CONTRACT_VERSION = 1
+METADATA_FILE = "nvalchemi_metadata.json"
+
+
+def save_model(
+    module: torch.nn.Module,
+    path: str,
+    *,
+    cutoff: float,
+    species: Sequence[int],
+    units: str,
+    dtype: torch.dtype = torch.float64,
+    num_message_passing_layers: int = 0,
+    spec: Optional[Dict] = None,
+) -> None:
+    """Script `module` and save it with its metadata.
+
+    species: atomic numbers the model handles. units: a LAMMPS unit style ("metal", "real",
+    "lj", ...). spec: the model's default distribution spec (halo mode "local" if omitted).
+    """
+    if dtype not in (torch.float64, torch.float32):
+        raise ValueError("dtype must be torch.float64 or torch.float32")
+    metadata = {
+        "contract_version": CONTRACT_VERSION,
+        "cutoff": float(cutoff),
+        "species": [int(z) for z in species],
+        "units": units,
+        "dtype": "float64" if dtype == torch.float64 else "float32",
+        "num_message_passing_layers": int(num_message_passing_layers),
+        "spec": spec if spec is not None else {"halo": "local"},
+    }
+    scripted = torch.jit.script(module.to(dtype).eval())
+    torch.jit.save(scripted, path, _extra_files={METADATA_FILE: json.dumps(metadata, sort_keys=True)})
+
+
+def read_metadata(path: str) -> Dict:
+    """The metadata stored in a saved model."""
+    extra = {METADATA_FILE: ""}
+    torch.jit.load(path, _extra_files=extra)
+    return json.loads(extra[METADATA_FILE])

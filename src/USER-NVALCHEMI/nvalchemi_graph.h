@@ -1,0 +1,55 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the model's input graph, built from LAMMPS' per-rank arrays.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_GRAPH_H
+#define LMP_NVALCHEMI_GRAPH_H
+
+#include <cstdint>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // What the graph is built from: this rank's atoms (owned [0, nlocal), then ghosts up to nall)
+  // and a full neighbor list of the owned atoms. Plain arrays, so the builder needs no LAMMPS.
+  struct AtomsView {
+    const double *const *x;           // positions [nall][3]; ghosts already image-shifted
+    const int *type;                  // LAMMPS atom types [nall]
+    const int *atomic_number_of_type; // [ntypes+1]; 0 marks a type the model does not handle
+    int nlocal;
+    int nall;
+  };
+
+  struct NeighborView {
+    int inum;
+    const int *ilist;
+    const int *numneigh;
+    int *const *firstneigh;
+    int neighmask;    // LAMMPS' NEIGHMASK: strips special-bond bits off neighbor indices
+  };
+
+  // Rows are the atoms the model sees: owned atoms of handled types first (in LAMMPS index
+  // order), then ghosts of handled types. Edges run sender -> receiver, receivers are owned,
+  // and every edge is strictly shorter than the cutoff.
+  struct Graph {
+    int n_owned = 0;
+    std::vector<int> row_atom;            // LAMMPS index of each row
+    std::vector<double> positions;        // [rows][3]
+    std::vector<int64_t> atomic_numbers;  // [rows]
+    std::vector<int64_t> edges;           // [edges][2]: sender row, receiver row
+    std::vector<double> edge_vectors;     // [edges][3]: r[receiver] - r[sender]
+
+    int64_t num_rows() const { return static_cast<int64_t>(row_atom.size()); }
+    int64_t num_edges() const { return static_cast<int64_t>(edges.size() / 2); }
+  };
+
+  // Fills `graph` (keeping its capacity, so steady-state steps do not allocate).
+  // `atom_row` is scratch of length >= nall: row of each LAMMPS atom, -1 if not a row.
+  void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
+                   std::vector<int> &atom_row);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

@@ -1,0 +1,123 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: TorchScript model runner (the only translation unit with LibTorch headers).
+   Implements the model contract of doc/Howto_nvalchemi_contract.rst.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_model.h"
+
+#include "nvalchemi_metadata.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <ATen/Parallel.h>
+#include <torch/script.h>
+
+#include <sstream>
+#include <stdexcept>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  struct TorchModel::Impl {
+    torch::jit::Module module;
+    std::string metadata;
+    torch::Dtype dtype = torch::kFloat64;
+  };
+
+  namespace {
+    // A copy of `values` as a tensor of `shape` in `dtype` (the copy keeps the model from
+    // aliasing, or writing into, the graph's buffers).
+    template <typename T>
+    torch::Tensor to_tensor(const std::vector<T> &values, c10::IntArrayRef shape,
+                            torch::Dtype source, torch::Dtype target)
+    {
+      auto view = torch::from_blob(const_cast<T *>(values.data()), shape, source);
+      return view.to(target, /*non_blocking=*/false, /*copy=*/true);
+    }
+
+    template <typename F> void rethrow_torch_errors(F &&body)
+    {
+      try {
+        body();
+      } catch (const c10::Error &e) {
+        throw std::runtime_error(e.what_without_backtrace());
+      }
+    }
+  }    // namespace
+
+  TorchModel::TorchModel(const std::string &archive) : impl(new Impl)
+  {
+    rethrow_torch_errors([&] {
+      std::istringstream stream(archive);
+      torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
+      impl->module = torch::jit::load(stream, torch::kCPU, extra);
+      impl->module.eval();
+      impl->metadata = extra[METADATA_FILE];
+    });
+  }
+
+  TorchModel::~TorchModel() = default;
+
+  const std::string &TorchModel::metadata_text() const { return impl->metadata; }
+
+  void TorchModel::set_float64(bool float64)
+  {
+    impl->dtype = float64 ? torch::kFloat64 : torch::kFloat32;
+  }
+
+  void TorchModel::set_num_threads(int nthreads) { at::set_num_threads(nthreads); }
+
+  void TorchModel::evaluate(const Graph &graph, const Cell &cell, ModelOutputs &outputs)
+  {
+    rethrow_torch_errors([&] {
+      const int64_t nrows = graph.num_rows();
+      const int64_t nedges = graph.num_edges();
+      const torch::Dtype real = impl->dtype;
+
+      auto edge_vectors = to_tensor(graph.edge_vectors, {nedges, 3}, torch::kFloat64, real);
+      edge_vectors.requires_grad_(true);
+
+      std::vector<double> lattice(&cell.lattice[0][0], &cell.lattice[0][0] + 9);
+      auto pbc = torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3});
+
+      c10::Dict<std::string, torch::Tensor> inputs;
+      inputs.insert("positions", to_tensor(graph.positions, {nrows, 3}, torch::kFloat64, real));
+      inputs.insert("atomic_numbers",
+                    to_tensor(graph.atomic_numbers, {nrows}, torch::kInt64, torch::kInt64));
+      inputs.insert("neighbor_list",
+                    to_tensor(graph.edges, {nedges, 2}, torch::kInt64, torch::kInt64));
+      inputs.insert("edge_vectors", edge_vectors);
+      inputs.insert("cell", to_tensor(lattice, {1, 3, 3}, torch::kFloat64, real));
+      inputs.insert("pbc", pbc);
+      inputs.insert("n_owned", torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64));
+
+      const c10::IValue result = impl->module.forward({inputs});
+      if (!result.isGenericDict())
+        throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
+      const auto dict = result.toGenericDict();
+      if (!dict.contains("atomic_energies"))
+        throw std::runtime_error("the model's output has no 'atomic_energies' entry");
+      const auto atomic_energies = dict.at("atomic_energies").toTensor().reshape({-1});
+      if (atomic_energies.size(0) != nrows)
+        throw std::runtime_error("'atomic_energies' has " + std::to_string(atomic_energies.size(0)) +
+                                 " values for " + std::to_string(nrows) + " atoms");
+
+      // This rank's share of the total energy: its owned rows. Ghost rows are other ranks'
+      // (or periodic images') atoms and are counted where they are owned.
+      const auto share = atomic_energies.narrow(0, 0, graph.n_owned).sum();
+      torch::Tensor gradient;
+      if (share.requires_grad())
+        gradient = torch::autograd::grad({share}, {edge_vectors}, {}, /*retain_graph=*/false,
+                                         /*create_graph=*/false, /*allow_unused=*/true)[0];
+      if (!gradient.defined()) gradient = torch::zeros_like(edge_vectors);
+
+      const auto energies = atomic_energies.detach().to(torch::kFloat64).contiguous();
+      const auto gradients = gradient.to(torch::kFloat64).contiguous();
+      outputs.atomic_energies.assign(energies.data_ptr<double>(),
+                                     energies.data_ptr<double>() + nrows);
+      outputs.edge_gradients.assign(gradients.data_ptr<double>(),
+                                    gradients.data_ptr<double>() + 3 * nedges);
+    });
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

@@ -1,0 +1,34 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI as a LAMMPS plugin: `plugin load nvalchemiplugin.so`
+   registers pair_style nvalchemi. Built by cmake/plugin/CMakeLists.txt.
+------------------------------------------------------------------------- */
+
+#include "lammpsplugin.h"
+#include "version.h"
+
+#include "pair_nvalchemi.h"
+
+using namespace LAMMPS_NS;
+
+static Pair *nvalchemi_creator(LAMMPS *lmp)
+{
+  return new PairNVAlchemi(lmp);
+}
+
+// the plugin is compiled with hidden visibility (its classes never bind to a built-in copy of
+// the package); only the entry point LAMMPS looks up is exported
+extern "C" __attribute__((visibility("default"))) void lammpsplugin_init(void *lmp, void *handle,
+                                                                        void *regfunc)
+{
+  lammpsplugin_t plugin;
+  auto register_plugin = (lammpsplugin_regfunc) regfunc;
+
+  plugin.version = LAMMPS_VERSION;
+  plugin.style = "pair";
+  plugin.name = "nvalchemi";
+  plugin.info = "USER-NVALCHEMI pair style nvalchemi (TorchScript potentials)";
+  plugin.author = "USER-NVALCHEMI developers";
+  plugin.creator.v1 = (lammpsplugin_factory1 *) &nvalchemi_creator;
+  plugin.handle = handle;
+  (*register_plugin)(&plugin, lmp);
+}

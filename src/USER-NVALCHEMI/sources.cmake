@@ -1,0 +1,9 @@
+# The package's sources, in one place for the in-LAMMPS build and the plugin build.
+# NVALCHEMI_TORCH_SOURCES include LibTorch headers and nothing of LAMMPS; NVALCHEMI_SOURCES
+# include LAMMPS headers and nothing of LibTorch.
+set(NVALCHEMI_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp)
+set(NVALCHEMI_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp)

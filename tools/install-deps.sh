@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs what the build needs and is missing: Debian packages, the pinned LAMMPS source tarball
+# (verified by checksum) and a Python virtual environment with the PyTorch 2.13 CPU wheel, whose
+# LibTorch the package links. Idempotent: a second run checks and returns in about a second.
+#
+# usage: tools/install-deps.sh <build-dir>
+set -euo pipefail
+
+build_dir=${1:?usage: install-deps.sh <build-dir>}
+mkdir -p "$build_dir"
+build_dir=$(cd "$build_dir" && pwd)
+
+apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev libgtest-dev)
+lammps_version=20260704+dfsg-2
+lammps_tarball=lammps_20260704+dfsg.orig.tar.gz
+lammps_sha256=cddbc45a047416bd48a4a0b87f24a5b61b3446982b74d18cafe619c22b17eb62
+torch_version=2.13.0
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# --- Debian packages ------------------------------------------------------------------------
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+apt_updated=0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt packages: ${missing[*]}"
+  as_root apt-get update -qq
+  apt_updated=1
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# --- LAMMPS source (skipped when the user points LAMMPS_DIR at their own tree) --------------
+if [ -z "${LAMMPS_DIR:-}" ]; then
+  src_dir="$build_dir/lammps-src"
+  if [ ! -f "$src_dir/src/pair.h" ]; then
+    dl_dir="$build_dir/downloads"
+    mkdir -p "$dl_dir"
+    if ! echo "$lammps_sha256  $dl_dir/$lammps_tarball" | sha256sum -c --status 2>/dev/null; then
+      # A deb-src line for unstable changes no installed package; it only lets apt find sources.
+      srcfile=/etc/apt/sources.list.d/nvalchemi-lammps-src.sources
+      if [ ! -f "$srcfile" ]; then
+        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: unstable\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+          | as_root tee "$srcfile" >/dev/null
+        apt_updated=0
+      fi
+      [ $apt_updated = 1 ] || as_root apt-get update -qq
+      echo "install-deps: downloading LAMMPS source $lammps_version (about 214 MB)"
+      # The archive lacks the .dsc, so apt-get exits 100 after the tarball arrives; the checksum
+      # below is what decides success.
+      (cd "$dl_dir" && apt-get source --download-only "lammps=$lammps_version" >/dev/null 2>&1) || true
+      echo "$lammps_sha256  $dl_dir/$lammps_tarball" | sha256sum -c --status || {
+        echo "install-deps: ERROR: $dl_dir/$lammps_tarball is missing or fails its sha256 check" >&2
+        exit 1
+      }
+    fi
+    rm -rf "$src_dir.tmp" && mkdir -p "$src_dir.tmp"
+    tar -xzf "$dl_dir/$lammps_tarball" -C "$src_dir.tmp"
+    rm -rf "$src_dir" && mv "$src_dir.tmp" "$src_dir"
+  fi
+fi
+
+# --- Python virtual environment with PyTorch (LibTorch for C++, torch for the model scripts) --
+venv="$build_dir/venv"
+if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
+  echo "install-deps: creating $venv with torch==$torch_version"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy
+fi

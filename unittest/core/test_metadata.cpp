@@ -1,0 +1,85 @@
+// Unit tests: model metadata parsing and the element table.
+
+#include "nvalchemi_metadata.h"
+
+#include "gtest/gtest.h"
+
+#include <stdexcept>
+#include <string>
+
+using namespace LAMMPS_NS::NVAlchemi;
+
+namespace {
+const std::string VALID = R"({"contract_version": 1, "cutoff": 5.0, "species": [1, 8],
+  "units": "metal", "dtype": "float32", "num_message_passing_layers": 0,
+  "spec": {"halo": "local"}})";
+
+std::string replaced(const std::string &key_value, const std::string &with)
+{
+  std::string text = VALID;
+  const auto pos = text.find(key_value);
+  text.replace(pos, key_value.size(), with);
+  return text;
+}
+
+void expect_error(const std::string &text, const std::string &fragment)
+{
+  try {
+    parse_metadata(text);
+    FAIL() << "no error for: " << text;
+  } catch (std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+        << "message '" << e.what() << "' lacks '" << fragment << "'";
+  }
+}
+}    // namespace
+
+TEST(Metadata, ParsesEveryField)
+{
+  const ModelMetadata meta = parse_metadata(VALID);
+  EXPECT_EQ(meta.contract_version, CONTRACT_VERSION);
+  EXPECT_DOUBLE_EQ(meta.cutoff, 5.0);
+  EXPECT_EQ(meta.species, (std::vector<int>{1, 8}));
+  EXPECT_EQ(meta.units, "metal");
+  EXPECT_EQ(meta.dtype, "float32");
+  EXPECT_EQ(meta.num_message_passing_layers, 0);
+  EXPECT_EQ(meta.halo, "local");
+}
+
+TEST(Metadata, RejectsMissingKey)
+{
+  expect_error(replaced(R"("units": "metal",)", ""), "missing key 'units'");
+  expect_error(replaced(R"({"halo": "local"})", "{}"), "missing key 'halo'");
+}
+
+TEST(Metadata, RejectsWrongTypesAndValues)
+{
+  expect_error(replaced(R"("cutoff": 5.0)", R"("cutoff": "5")"), "'cutoff' must be a number");
+  expect_error(replaced(R"("cutoff": 5.0)", R"("cutoff": -1)"), "'cutoff' must be positive");
+  expect_error(replaced("[1, 8]", "[]"), "'species' must be a non-empty list");
+  expect_error(replaced("[1, 8]", "[1, 200]"), "(1..118)");
+  expect_error(replaced(R"("float32")", R"("float16")"), "'dtype' must be");
+  expect_error(replaced(R"("contract_version": 1)", R"("contract_version": 2)"),
+               "contract_version is 2 but this build");
+  expect_error(replaced(R"("num_message_passing_layers": 0)", R"("num_message_passing_layers": 1.5)"),
+               "'num_message_passing_layers' must be an integer");
+}
+
+TEST(Metadata, RejectsUnknownKeyAndBadJson)
+{
+  expect_error(replaced(R"("units": "metal",)", R"("units": "metal", "unit": "real",)"),
+               "unknown key 'unit'");
+  expect_error("{\"cutoff\": ", "not valid JSON");
+  expect_error("[1, 2]", "top level must be a JSON object");
+}
+
+TEST(Elements, SymbolsAndNumbersRoundTrip)
+{
+  EXPECT_EQ(atomic_number("H"), 1);
+  EXPECT_EQ(atomic_number("Ar"), 18);
+  EXPECT_EQ(atomic_number("Og"), 118);
+  EXPECT_EQ(atomic_number("Xx"), 0);
+  EXPECT_EQ(atomic_number("ar"), 0);
+  for (int z = 1; z <= 118; ++z) EXPECT_EQ(atomic_number(element_symbol(z)), z);
+  EXPECT_EQ(element_symbol(0), "?");
+}

@@ -1,0 +1,107 @@
+// Unit tests: the TorchScript runner on the Lennard-Jones reference model, against the analytic
+// energy and edge gradients.
+
+#include "nvalchemi_metadata.h"
+#include "nvalchemi_model.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace LAMMPS_NS::NVAlchemi;
+
+namespace {
+std::string read_file(const char *path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+double lj(double r) { return 4.0 * (std::pow(r, -12) - std::pow(r, -6)); }
+double lj_derivative(double r) { return 4.0 * (-12.0 * std::pow(r, -13) + 6.0 * std::pow(r, -7)); }
+
+// owned rows 0, 1 and ghost row 2; edges to the owned receivers only
+Graph three_atoms()
+{
+  Graph g;
+  g.n_owned = 2;
+  g.row_atom = {0, 1, 2};
+  g.positions = {0.0, 0.0, 0.0, 1.1, 0.1, 0.0, 0.3, 1.2, -0.2};
+  g.atomic_numbers = {18, 18, 18};
+  const int pairs[4][2] = {{1, 0}, {2, 0}, {0, 1}, {2, 1}};
+  for (const auto &p : pairs) {
+    g.edges.push_back(p[0]);
+    g.edges.push_back(p[1]);
+    for (int d = 0; d < 3; ++d)
+      g.edge_vectors.push_back(g.positions[3 * p[1] + d] - g.positions[3 * p[0] + d]);
+  }
+  return g;
+}
+
+const Cell CUBE = {{{10, 0, 0}, {0, 10, 0}, {0, 0, 10}}, {true, true, true}};
+}    // namespace
+
+TEST(TorchModel, LoadsMetadataFromTheArchive)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  const ModelMetadata meta = parse_metadata(model.metadata_text());
+  EXPECT_EQ(meta.units, "lj");
+  EXPECT_DOUBLE_EQ(meta.cutoff, 2.5);
+  EXPECT_EQ(meta.species, std::vector<int>{18});
+}
+
+TEST(TorchModel, RejectsBytesThatAreNotAnArchive)
+{
+  EXPECT_THROW(TorchModel("not a model"), std::runtime_error);
+}
+
+TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  const Graph g = three_atoms();
+  ModelOutputs out;
+  model.evaluate(g, CUBE, out);
+  ASSERT_EQ(out.atomic_energies.size(), 3u);
+  ASSERT_EQ(out.edge_gradients.size(), 12u);
+
+  std::vector<double> expected_energy(3, 0.0);
+  for (int e = 0; e < g.num_edges(); ++e) {
+    const double *v = &g.edge_vectors[3 * e];
+    const double r = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    expected_energy[g.edges[2 * e + 1]] += 0.5 * lj(r);
+    // every edge's receiver is owned, so each edge enters the owned energy with weight 1/2
+    for (int d = 0; d < 3; ++d)
+      EXPECT_NEAR(out.edge_gradients[3 * e + d], 0.5 * lj_derivative(r) * v[d] / r,
+                  1e-12 * std::fabs(lj_derivative(r)));
+  }
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NEAR(out.atomic_energies[r], expected_energy[r], 1e-12 * std::fabs(expected_energy[0]));
+  EXPECT_EQ(out.atomic_energies[2], 0.0);    // the ghost is nobody's receiver
+}
+
+TEST(TorchModel, Float32ModeAgreesToSinglePrecision)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  const Graph g = three_atoms();
+  ModelOutputs exact, single;
+  model.evaluate(g, CUBE, exact);
+  model.set_float64(false);
+  model.evaluate(g, CUBE, single);
+  for (size_t i = 0; i < exact.edge_gradients.size(); ++i)
+    EXPECT_NEAR(single.edge_gradients[i], exact.edge_gradients[i],
+                1e-5 * std::fabs(exact.edge_gradients[i]) + 1e-6);
+}
+
+TEST(TorchModel, EmptyGraphGivesEmptyOutputs)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  Graph g;
+  ModelOutputs out;
+  model.evaluate(g, CUBE, out);
+  EXPECT_TRUE(out.atomic_energies.empty());
+  EXPECT_TRUE(out.edge_gradients.empty());
+}

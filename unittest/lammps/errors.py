@@ -1,0 +1,115 @@
+"""Bad input to pair_style nvalchemi gives a clear LAMMPS error, on 2 ranks, without a hang.
+
+Each case runs a small LAMMPS input on 2 MPI ranks and asserts a non-zero exit and the expected
+ERROR message. The broken models are written here with the project's own export helper.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from typing import Dict
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
+from nvalchemi_export import METADATA_FILE, save_model  # noqa: E402
+from lmprun import run_lammps  # noqa: E402
+
+BASE = """units {units}
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 2 box
+create_atoms 1 box
+mass * 1.0
+{newton}pair_style nvalchemi {model}{keywords}
+pair_coeff * * {elements}
+run 0
+"""
+
+
+class WrongShape(torch.nn.Module):
+    """Returns one atomic energy too many: the runner must refuse it mid-run."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        n = inputs["positions"].shape[0]
+        return {"atomic_energies": torch.zeros(n + 1, dtype=torch.float64)}
+
+
+def make_models(workdir):
+    models = {}
+    plain = torch.jit.script(WrongShape())
+    models["no_metadata"] = os.path.join(workdir, "no_metadata.pt")
+    torch.jit.save(plain, models["no_metadata"])
+    models["future_version"] = os.path.join(workdir, "future_version.pt")
+    meta = {"contract_version": 99, "cutoff": 2.5, "species": [18], "units": "lj", "dtype": "float64",
+            "num_message_passing_layers": 0, "spec": {"halo": "local"}}
+    torch.jit.save(plain, models["future_version"], _extra_files={METADATA_FILE: json.dumps(meta)})
+    models["message_passing"] = os.path.join(workdir, "message_passing.pt")
+    save_model(WrongShape(), models["message_passing"], cutoff=2.5, species=[18], units="lj",
+               num_message_passing_layers=3, spec={"halo": "layerwise"})
+    models["wrong_shape"] = os.path.join(workdir, "wrong_shape.pt")
+    save_model(WrongShape(), models["wrong_shape"], cutoff=2.5, species=[18], units="lj")
+    models["not_torchscript"] = os.path.join(workdir, "not_torchscript.pt")
+    with open(models["not_torchscript"], "w") as f:
+        f.write("this is not a TorchScript archive\n")
+    return models
+
+
+def cases(lj_model, models):
+    ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar"}
+    return [
+        ("missing model file", dict(ok, model="/nonexistent/lj.pt"),
+         r"Cannot open pair_style nvalchemi model file /nonexistent/lj\.pt"),
+        ("element the model lacks", dict(ok, elements="Ar Cu"),
+         r"Model .*lj_ar\.pt has no parameters for element Cu; it knows: Ar"),
+        ("not an element", dict(ok, elements="Ar Xx"), r"'Xx' is not a chemical element symbol"),
+        ("units mismatch", dict(ok, units="metal"),
+         r"works in 'lj' units but this run uses 'units metal'"),
+        ("model without metadata", dict(ok, model=models["no_metadata"]),
+         r"has no USER-NVALCHEMI metadata \(nvalchemi_metadata\.json"),
+        ("newer contract version", dict(ok, model=models["future_version"]),
+         r"invalid metadata: contract_version is 99 but this build of USER-NVALCHEMI implements version 1"),
+        ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
+         r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
+        ("message passing model", dict(ok, model=models["message_passing"]),
+         r"needs halo mode 'layerwise' \(3 message-passing layers\)"),
+        ("unknown keyword", dict(ok, keywords=" bogus 1"), r"Unknown pair_style nvalchemi keyword: bogus"),
+        ("newton pair off", dict(ok, newton="newton off on\n"), r"requires newton pair on"),
+        ("model output of the wrong shape", dict(ok, model=models["wrong_shape"]),
+         r"model .*wrong_shape\.pt failed on step 0: 'atomic_energies' has \d+ values for \d+ atoms"),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--model", required=True)
+    args = parser.parse_args()
+
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
+        models = make_models(workdir)
+        for n, (name, fields, expected) in enumerate(cases(args.model, models)):
+            rundir = os.path.join(workdir, f"case{n}")
+            os.makedirs(rundir)
+            with open(os.path.join(rundir, "in.error"), "w") as f:
+                f.write(BASE.format(**fields))
+            proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=120)
+            output = proc.stdout + proc.stderr
+            found = re.search(r"ERROR.*" + expected, output)
+            status = "ok" if proc.returncode != 0 and found else "FAIL"
+            print(f"{status:4s} {name}: exit {proc.returncode}")
+            if status != "ok":
+                failures.append(f"{name}: expected a non-zero exit and /{expected}/, got exit "
+                                f"{proc.returncode}:\n{output[-2000:]}")
+    if failures:
+        sys.exit("FAIL:\n" + "\n".join(failures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""Parity of pair_style nvalchemi (Lennard-Jones TorchScript model) with LAMMPS' own lj/cut.
+
+One test case = one system, processor grid and variant. It runs three LAMMPS jobs on the same
+system: lj/cut on 1 rank (the independent oracle), nvalchemi on 1 rank, and nvalchemi on --np
+ranks with --grid; each does `run 0` and then 100 NVE steps. At both points it compares total
+energy, the global virial, every atom's position and force, per-atom energies and per-atom
+virials, and checks that the per-atom values sum to the globals. Relative difference of an
+array = max |a - b| / max |b|; the test fails above --tol (1e-10).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+
+import numpy as np
+
+from lmprun import run_lammps
+
+STEPS = (0, 100)
+DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
+
+SYSTEMS = {
+    # a perturbed fcc crystal filling the box
+    "bulk": ("region box {region} 0 6 0 5 0 5 {tilt}\n"
+             "create_box 2 box\n"
+             "create_atoms 1 box\n"),
+    # the same crystal in the lower half of a box twice as long in x: on a 4x1x1 grid the
+    # upper two subdomains own no atoms
+    "slab": ("region box {region} 0 12 0 5 0 5 {tilt}\n"
+             "create_box 2 box\n"
+             "region slab block 0.2 5.9 INF INF INF INF\n"
+             "create_atoms 1 region slab\n"),
+}
+
+PAIR = {
+    "lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\n",
+    "nvalchemi": "pair_style nvalchemi {model}\npair_coeff * * Ar Ar\n",
+    "nofdotr": "pair_style nvalchemi {model}\npair_coeff * * Ar Ar\npair_modify nofdotr\n",
+    # nvalchemi handles type 1 only; lj/cut the pairs with type 2
+    "hybrid-null": ("pair_style hybrid/overlay nvalchemi {model} lj/cut 2.5\n"
+                    "pair_coeff * * nvalchemi Ar NULL\n"
+                    "pair_coeff 1 2 lj/cut 1.0 1.0\npair_coeff 2 2 lj/cut 1.0 1.0\n"),
+    "plugin": "plugin load {plugin}\npair_style nvalchemi {model}\npair_coeff * * Ar Ar\n",
+}
+
+# the system is made once, on 1 rank, so that every run holds the same atoms under the same IDs
+# (create_atoms numbers atoms by rank)
+SETUP = """units lj
+atom_style atomic
+lattice fcc 0.8442
+{system}set type 1 type/fraction 2 0.3 4321
+mass * 1.0
+displace_atoms all random 0.05 0.05 0.05 8765 units lattice
+velocity all create 1.5 87287 loop geom
+write_data system.data
+"""
+
+TEMPLATE = """units lj
+atom_style atomic
+atom_modify map array
+processors {grid}
+read_data {data}
+{pair}neighbor 0.3 bin
+neigh_modify every 1 delay 0 check yes
+timestep 0.005
+fix integrate all nve
+compute pe all pe/atom
+compute st all stress/atom NULL virial
+compute vir all pressure NULL virial
+thermo_style custom step pe c_vir[*] vol
+thermo_modify norm no
+"""
+
+SNAPSHOT = """write_dump all custom step{step}.dump {columns} modify sort id format float %.17g
+print "$(pe:%.17g) $(c_vir[1]:%.17g) $(c_vir[2]:%.17g) $(c_vir[3]:%.17g) $(c_vir[4]:%.17g) $(c_vir[5]:%.17g) $(c_vir[6]:%.17g) $(vol:%.17g)" file step{step}.global screen no
+"""
+
+
+def make_system(args, workdir):
+    tri = args.box == "tri"
+    system = SYSTEMS[args.system].format(region="prism" if tri else "block",
+                                         tilt="1.0 1.0 -1.0" if tri else "")
+    with open(os.path.join(workdir, "in.setup"), "w") as f:
+        f.write(SETUP.format(system=system))
+    proc = run_lammps(args.lmp, args.mpirun, 1, "in.setup", workdir)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
+    return os.path.join(workdir, "system.data")
+
+
+def write_input(path, args, pair_variant, grid, data):
+    pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin)
+    text = TEMPLATE.format(grid=" ".join(map(str, grid)), data=data, pair=pair)
+    for n, step in enumerate(STEPS):
+        text += f"run {step - (STEPS[n - 1] if n else 0)}\n"
+        text += SNAPSHOT.format(step=step, columns=DUMP_COLUMNS)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def run_case(args, label, pair_variant, np_, grid, workdir, data):
+    rundir = os.path.join(workdir, label)
+    os.makedirs(rundir)
+    write_input(os.path.join(rundir, "in.parity"), args, pair_variant, grid, data)
+    proc = run_lammps(args.lmp, args.mpirun, np_, "in.parity", rundir)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {label} run failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    results = {}
+    for step in STEPS:
+        atoms = np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2)
+        glob = np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1)
+        results[step] = {"ids": atoms[:, 0], "positions": atoms[:, 1:4], "forces": atoms[:, 4:7],
+                         "atomic_energies": atoms[:, 7], "atomic_virials": atoms[:, 8:14],
+                         "energy": glob[0:1], "virial": glob[1:7], "volume": glob[7]}
+    return results, proc.stdout
+
+
+def relative_difference(a, b):
+    scale = np.max(np.abs(b))
+    return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b)))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--grid", type=int, nargs=3, required=True)
+    parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
+    parser.add_argument("--system", choices=tuple(SYSTEMS), default="bulk")
+    parser.add_argument("--variant", choices=("nvalchemi", "nofdotr", "hybrid-null", "plugin"), default="nvalchemi")
+    parser.add_argument("--plugin", default="")
+    parser.add_argument("--tol", type=float, default=1e-10)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-parity-") as workdir:
+        data = make_system(args, workdir)
+        oracle, _ = run_case(args, "lj_cut.np1", "lj/cut", 1, (1, 1, 1), workdir, data)
+        single, _ = run_case(args, "nvalchemi.np1", "nvalchemi", 1, (1, 1, 1), workdir, data)
+        tested, log = run_case(args, f"tested.{args.variant}.np{args.np}", args.variant, args.np,
+                               args.grid, workdir, data)
+
+    if args.system == "slab" and not re.search(r"Nlocal:.*\s0 min", log):
+        sys.exit("FAIL: the slab system was meant to leave some subdomains without atoms:\n" + log[-3000:])
+    if args.variant == "plugin" and ("Overriding built-in pair style nvalchemi from plugin" not in log
+                                     or "pair_style nvalchemi (plugin)" not in log):
+        sys.exit("FAIL: the run did not use the plugin's pair style:\n" + log[-3000:])
+
+    worst = 0.0
+    failures = []
+    report = {}
+    for step in STEPS:
+        t = tested[step]
+        if t["ids"].size == 0 or not np.array_equal(t["ids"], oracle[step]["ids"]):
+            sys.exit(f"FAIL: step {step}: the runs hold different atoms")
+        checks = {}
+        for ref_name, ref in (("lj/cut", oracle[step]), ("nvalchemi.np1", single[step])):
+            for key in ("energy", "virial", "positions", "forces", "atomic_energies", "atomic_virials"):
+                checks[f"{key} vs {ref_name}"] = relative_difference(t[key], ref[key])
+        # per-atom values add up to the globals (lj units: pressure * volume = virial)
+        checks["sum atomic_energies vs energy"] = relative_difference(t["atomic_energies"].sum(keepdims=True), t["energy"])
+        checks["sum atomic_virials vs -virial"] = relative_difference(t["atomic_virials"].sum(axis=0), -t["virial"] * t["volume"])
+        for name, value in checks.items():
+            worst = max(worst, value)
+            status = "ok" if value <= args.tol else "FAIL"
+            print(f"step {step:3d}  {name:40s} {value:10.3e}  {status}")
+            if value > args.tol:
+                failures.append(f"step {step}: {name} = {value:.3e}")
+        report[step] = checks
+    print("PARITY " + json.dumps({"np": args.np, "grid": args.grid, "box": args.box, "system": args.system,
+                                  "variant": args.variant, "max_relative_difference": worst}))
+    if failures:
+        sys.exit("FAIL: relative differences above tolerance {}:\n  {}".format(args.tol, "\n  ".join(failures)))
+
+
+if __name__ == "__main__":
+    main()
