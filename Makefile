@@ -5,6 +5,8 @@
 # Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
 # instead of the pinned Debian source), JOBS (parallel compile jobs).
 
+MAKEFLAGS += --no-print-directory
+
 BUILD ?= $(CURDIR)/build
 LAMMPS_DIR ?= $(BUILD)/lammps-src
 JOBS ?= $(shell nproc)

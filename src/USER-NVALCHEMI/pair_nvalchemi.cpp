@@ -29,8 +29,11 @@
 #include "nvalchemi_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 using namespace LAMMPS_NS;
 
@@ -95,6 +98,11 @@ void PairNVAlchemi::settings(int narg, char **arg)
   for (int iarg = 1; iarg < narg; ++iarg)
     error->all(FLERR, iarg + 1, "Unknown pair_style nvalchemi keyword: {}", arg[iarg]);
   load_model(arg[0]);
+
+  // a re-issued pair_style may bring a model with other species: require a new pair_coeff
+  if (allocated)
+    for (int i = 1; i <= atom->ntypes; ++i)
+      for (int j = i; j <= atom->ntypes; ++j) setflag[i][j] = 0;
 }
 
 /* ----------------------------------------------------------------------

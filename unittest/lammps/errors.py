@@ -27,7 +27,7 @@ create_atoms 1 box
 mass * 1.0
 {newton}pair_style nvalchemi {model}{keywords}
 pair_coeff * * {elements}
-run 0
+{after}run 0
 """
 
 
@@ -48,6 +48,10 @@ def make_models(workdir):
     meta = {"contract_version": 99, "cutoff": 2.5, "species": [18], "units": "lj", "dtype": "float64",
             "num_message_passing_layers": 0, "spec": {"halo": "local"}}
     torch.jit.save(plain, models["future_version"], _extra_files={METADATA_FILE: json.dumps(meta)})
+    models["missing_key"] = os.path.join(workdir, "missing_key.pt")
+    del meta["units"]
+    meta["contract_version"] = 1
+    torch.jit.save(plain, models["missing_key"], _extra_files={METADATA_FILE: json.dumps(meta)})
     models["message_passing"] = os.path.join(workdir, "message_passing.pt")
     save_model(WrongShape(), models["message_passing"], cutoff=2.5, species=[18], units="lj",
                num_message_passing_layers=3, spec={"halo": "layerwise"})
@@ -60,7 +64,7 @@ def make_models(workdir):
 
 
 def cases(lj_model, models):
-    ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar"}
+    ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar", "after": ""}
     return [
         ("missing model file", dict(ok, model="/nonexistent/lj.pt"),
          r"Cannot open pair_style nvalchemi model file /nonexistent/lj\.pt"),
@@ -73,6 +77,10 @@ def cases(lj_model, models):
          r"has no USER-NVALCHEMI metadata \(nvalchemi_metadata\.json"),
         ("newer contract version", dict(ok, model=models["future_version"]),
          r"invalid metadata: contract_version is 99 but this build of USER-NVALCHEMI implements version 1"),
+        ("metadata without units", dict(ok, model=models["missing_key"]),
+         r"invalid metadata: missing key 'units'"),
+        ("pair_coeff again after a new pair_style", dict(ok, after=f"pair_style nvalchemi {lj_model}\n"),
+         r"All pair coeffs are not set"),
         ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
          r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
         ("message passing model", dict(ok, model=models["message_passing"]),

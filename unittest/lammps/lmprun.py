@@ -5,10 +5,10 @@ from typing import List, Optional
 
 
 def run_lammps(lmp: str, mpirun: str, np: int, input_file: str, cwd: str,
-               timeout: float = 300.0, extra_args: Optional[List[str]] = None) -> subprocess.CompletedProcess:
-    """Run `lmp -in input_file` on `np` ranks; a hang becomes a failure after `timeout` seconds."""
-    cmd = [mpirun, "-np", str(np), "--oversubscribe", lmp, "-in", input_file, "-log", "log.lammps"]
-    cmd += extra_args or []
+               timeout: float = 300.0, wrapper: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+    """Run `lmp -in input_file` on `np` ranks; a hang becomes a failure after `timeout` seconds.
+    `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time)."""
+    cmd = [mpirun, "-np", str(np), "--oversubscribe"] + (wrapper or []) + [lmp, "-in", input_file, "-log", "log.lammps"]
     try:
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:

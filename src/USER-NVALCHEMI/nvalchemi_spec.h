@@ -1,0 +1,98 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: MLIPSpec, how a model is run under domain decomposition
+   (nvalchemi.distributed's MLIPSpec / OutputSpec / CompilePolicy).
+   Plain C++17: no LAMMPS classes, no LibTorch. See doc/Howto_nvalchemi_spec.rst.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_SPEC_H
+#define LMP_NVALCHEMI_SPEC_H
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // Version of the spec's JSON form written by to_json() and accepted by from_json().
+  static constexpr int SPEC_VERSION = 1;
+
+  // Shape of a model output: one value per atom row, one per system, or a passthrough.
+  enum class OutputKind { PER_NODE, PER_GRAPH, GLOBAL, UNKNOWN };
+
+  // How each rank's value of an output is combined (see doc/Howto_nvalchemi_spec.rst):
+  //   PER_NODE  + ALL_REDUCE: rows are partial contributions; ghost rows are summed into owners
+  //   PER_NODE  + NONE/OWNED_ONLY: owned rows are final; ghost rows are ignored
+  //   PER_GRAPH + ALL_REDUCE: each rank holds a partial; the value is the sum over ranks
+  //   PER_GRAPH + NONE/OWNED_ONLY: the value is already global and replicated on every rank
+  enum class Reduce { NONE, ALL_REDUCE, OWNED_ONLY };
+
+  enum class StrategyKind { HALO, GRAPH_PARTITION };
+
+  // Where forces come from: the model's own `forces` output, or autograd of this rank's share
+  // of the energy (owned node energies, or the `energy` output) with respect to edge vectors.
+  enum class ForceStrategy { MODEL_INTERNAL, FRAMEWORK_FROM_NODE_ENERGY, FRAMEWORK_FROM_GLOBAL_ENERGY };
+
+  enum class HaloMode { LOCAL, LAYERWISE, DEEP, GP };
+
+  struct OutputSpec {
+    OutputKind kind = OutputKind::UNKNOWN;
+    Reduce reduce = Reduce::NONE;
+    bool operator==(const OutputSpec &o) const { return kind == o.kind && reduce == o.reduce; }
+  };
+
+  // Unset (nullopt) fields take the other operand's value in composition and their default
+  // when the spec is resolved.
+  struct CompilePolicy {
+    std::optional<bool> static_shapes;
+    std::optional<double> atom_capacity_growth;
+    std::optional<double> edge_capacity_growth;
+    std::optional<ForceStrategy> force_strategy;
+    bool operator==(const CompilePolicy &o) const;
+  };
+
+  struct MLIPSpec {
+    std::map<std::string, OutputSpec> outputs;
+    std::optional<std::string> node_energy_key;
+    std::optional<std::string> node_virial_key;
+    std::optional<HaloMode> halo;
+    std::optional<int> num_message_passing_layers;
+    std::optional<int> exchange_feature_width;
+    CompilePolicy compile;
+
+    // Composition: fields set on the right win; output tables merge key by key.
+    MLIPSpec operator|(const MLIPSpec &right) const;
+    bool operator==(const MLIPSpec &o) const;
+
+    // The spec with every unset field at its default (see defaults in nvalchemi_spec.cpp).
+    MLIPSpec resolved() const;
+    StrategyKind strategy() const;
+    bool needs_exchange() const;    // halo layerwise or gp: the model calls the exchange ops
+
+    // JSON text with a "version" key; from_json accepts what to_json writes, and a preset
+    // name plus overrides ({"preset": "SPEC_LJ_HALO", ...}). Both throw std::invalid_argument
+    // naming the offending key on unknown keys, wrong types or a newer version.
+    std::string to_json(int indent = -1) const;
+    static MLIPSpec from_json(const std::string &text);
+  };
+
+  // The presets by name ("SPEC_LJ_HALO", ...); throws std::invalid_argument for an unknown one.
+  const MLIPSpec &preset(const std::string &name);
+  const std::vector<std::string> &preset_names();
+
+  // Names used in JSON and in pair_style keywords ("per_node", "all_reduce", "layerwise",
+  // "node_energy", ...). The parsers throw std::invalid_argument listing the valid names.
+  std::string to_string(OutputKind);
+  std::string to_string(Reduce);
+  std::string to_string(HaloMode);
+  std::string to_string(ForceStrategy);
+  OutputKind parse_output_kind(const std::string &);
+  Reduce parse_reduce(const std::string &);
+  HaloMode parse_halo_mode(const std::string &);
+  ForceStrategy parse_force_strategy(const std::string &);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif
