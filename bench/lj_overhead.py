@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from lmprun import run_lammps  # noqa: E402
+from harness import run_lammps  # noqa: E402
 
 INPUT = """units lj
 atom_style atomic

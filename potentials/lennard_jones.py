@@ -2,6 +2,9 @@
 LAMMPS' `pair_style lj/cut` (one epsilon, sigma and cutoff for every species).
 
     python potentials/lennard_jones.py -o potentials/lj_ar.pt   # the committed reference model
+
+With --model-forces the model also returns its own forces, virial and per-atom virials
+(computed analytically) and its energy, so that all three force strategies can run it.
 """
 
 import argparse
@@ -12,6 +15,16 @@ import torch
 from nvalchemi_export import save_model
 
 
+def pair_terms(edge_vectors: torch.Tensor, epsilon: float, sigma: float, offset: float):
+    """Pair energy of each edge and d(energy)/d(edge vector)."""
+    r2 = (edge_vectors * edge_vectors).sum(dim=1)
+    sr6 = (sigma * sigma / r2) ** 3
+    energy = 4.0 * epsilon * (sr6 * sr6 - sr6) - offset
+    # d/dr of 4 eps (s^12 r^-12 - s^6 r^-6), times r_vec / r
+    gradient = (4.0 * epsilon * (-12.0 * sr6 * sr6 + 6.0 * sr6) / r2).unsqueeze(1) * edge_vectors
+    return energy, gradient
+
+
 class LennardJones(torch.nn.Module):
     """E = sum over pairs of 4 eps [(sigma/r)^12 - (sigma/r)^6] - offset, for r < cutoff.
 
@@ -20,8 +33,9 @@ class LennardJones(torch.nn.Module):
     so the atomic energies equal lj/cut's per-atom energies.
     """
 
-    def __init__(self, epsilon: float, sigma: float, cutoff: float, shift: bool):
+    def __init__(self, epsilon: float, sigma: float, cutoff: float, shift: bool, model_forces: bool = False):
         super().__init__()
+        self.model_forces = model_forces
         self.epsilon = epsilon
         self.sigma = sigma
         sr6 = (sigma / cutoff) ** 6
@@ -29,14 +43,28 @@ class LennardJones(torch.nn.Module):
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         edge_vectors = inputs["edge_vectors"]
+        senders = inputs["neighbor_list"][:, 0]
         receivers = inputs["neighbor_list"][:, 1]
         num_atoms = inputs["positions"].shape[0]
-        r2 = (edge_vectors * edge_vectors).sum(dim=1)
-        sr6 = (self.sigma * self.sigma / r2) ** 3
-        pair_energy = 4.0 * self.epsilon * (sr6 * sr6 - sr6) - self.offset
+        pair_energy, pair_gradient = pair_terms(edge_vectors, self.epsilon, self.sigma, self.offset)
         atomic_energies = torch.zeros(num_atoms, dtype=edge_vectors.dtype)
         atomic_energies = atomic_energies.index_add(0, receivers, 0.5 * pair_energy)
-        return {"atomic_energies": atomic_energies}
+        outputs = {"atomic_energies": atomic_energies}
+        if self.model_forces:
+            # every edge's receiver is owned, so each edge enters this rank's energy with 1/2
+            g = 0.5 * pair_gradient.detach()
+            forces = torch.zeros(num_atoms, 3, dtype=edge_vectors.dtype)
+            forces = forces.index_add(0, receivers, -g).index_add(0, senders, g)
+            edge_virials = -edge_vectors.detach().unsqueeze(2) * g.unsqueeze(1)
+            atomic_virials = torch.zeros(num_atoms, 3, 3, dtype=edge_vectors.dtype)
+            atomic_virials = atomic_virials.index_add(0, receivers, 0.5 * edge_virials)
+            atomic_virials = atomic_virials.index_add(0, senders, 0.5 * edge_virials)
+            n_owned = int(inputs["n_owned"])
+            outputs["energy"] = atomic_energies[:n_owned].sum().view(1, 1)
+            outputs["forces"] = forces
+            outputs["virial"] = edge_virials.sum(dim=0).view(1, 3, 3)
+            outputs["atomic_virials"] = atomic_virials
+        return outputs
 
 
 def main() -> None:
@@ -49,8 +77,15 @@ def main() -> None:
     parser.add_argument("--units", default="lj", help="LAMMPS unit style of epsilon and sigma")
     parser.add_argument("--species", type=int, nargs="+", default=[18], help="atomic numbers (default: 18, Ar)")
     parser.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
+    parser.add_argument("--model-forces", action="store_true",
+                        help="also return energy, forces, virial and atomic_virials (all force strategies)")
     args = parser.parse_args()
-    model = LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift)
+    model = LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift, args.model_forces)
+    spec = {"preset": "SPEC_LJ_HALO"}
+    if args.model_forces:
+        spec["outputs"] = {"forces": {"kind": "per_node", "reduce": "all_reduce"},
+                           "virial": {"kind": "per_graph", "reduce": "all_reduce"},
+                           "atomic_virials": {"kind": "per_node", "reduce": "all_reduce"}}
     save_model(
         model,
         args.output,
@@ -58,6 +93,7 @@ def main() -> None:
         species=args.species,
         units=args.units,
         dtype=torch.float32 if args.float32 else torch.float64,
+        spec=spec,
     )
 
 

@@ -22,13 +22,14 @@ def save_model(
     species: Sequence[int],
     units: str,
     dtype: torch.dtype = torch.float64,
-    num_message_passing_layers: int = 0,
     spec: Optional[Dict] = None,
 ) -> None:
     """Script `module` and save it with its metadata.
 
     species: atomic numbers the model handles. units: a LAMMPS unit style ("metal", "real",
-    "lj", ...). spec: the model's default distribution spec (halo mode "local" if omitted).
+    "lj", ...). spec: the model's default MLIPSpec as a dict, a preset plus overrides
+    ({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}) or a full spec with a
+    "version" key (doc/Howto_nvalchemi_spec.rst); {"preset": "SPEC_LJ_HALO"} if omitted.
     """
     if dtype not in (torch.float64, torch.float32):
         raise ValueError("dtype must be torch.float64 or torch.float32")
@@ -38,8 +39,7 @@ def save_model(
         "species": [int(z) for z in species],
         "units": units,
         "dtype": "float64" if dtype == torch.float64 else "float32",
-        "num_message_passing_layers": int(num_message_passing_layers),
-        "spec": spec if spec is not None else {"halo": "local"},
+        "spec": spec if spec is not None else {"preset": "SPEC_LJ_HALO"},
     }
     scripted = torch.jit.script(module.to(dtype).eval())
     torch.jit.save(scripted, path, _extra_files={METADATA_FILE: json.dumps(metadata, sort_keys=True)})

@@ -65,8 +65,7 @@ namespace NVAlchemi {
     if (!root.is_object()) throw std::invalid_argument("the top level must be a JSON object");
 
     static const std::set<std::string> known = {"contract_version", "cutoff", "species",
-                                                "units", "dtype", "num_message_passing_layers",
-                                                "spec"};
+                                                "units", "dtype", "spec"};
     for (const auto &item : root.items())
       if (!known.count(item.key())) throw std::invalid_argument("unknown key '" + item.key() + "'");
 
@@ -97,13 +96,9 @@ namespace NVAlchemi {
       throw std::invalid_argument("key 'dtype' must be \"float64\" or \"float32\", not \"" +
                                   meta.dtype + "\"");
 
-    meta.num_message_passing_layers = require_int(root, "num_message_passing_layers");
-    if (meta.num_message_passing_layers < 0)
-      throw std::invalid_argument("key 'num_message_passing_layers' must not be negative");
-
     const json &spec = require(root, "spec");
-    if (!spec.is_object()) wrong_type("spec", "a JSON object");
-    meta.halo = require_string(spec, "halo");
+    if (!spec.is_object()) wrong_type("spec", "a JSON object (a preset name plus overrides, or a full spec)");
+    meta.spec = MLIPSpec::from_json(spec.dump());
     return meta;
   }
 

@@ -6,6 +6,8 @@
 #ifndef LMP_NVALCHEMI_METADATA_H
 #define LMP_NVALCHEMI_METADATA_H
 
+#include "nvalchemi_spec.h"
+
 #include <string>
 #include <vector>
 
@@ -24,8 +26,7 @@ namespace NVAlchemi {
     std::vector<int> species;        // atomic numbers the model knows
     std::string units;               // LAMMPS unit style the model works in ("metal", ...)
     std::string dtype;               // "float64" or "float32"
-    int num_message_passing_layers = 0;
-    std::string halo;                // halo mode of the model's default spec ("local", ...)
+    MLIPSpec spec;                   // the model's default spec (a preset plus overrides)
   };
 
   // Parses and checks the metadata JSON text; throws std::invalid_argument naming the offending

@@ -66,7 +66,8 @@ namespace NVAlchemi {
 
   void TorchModel::set_num_threads(int nthreads) { at::set_num_threads(nthreads); }
 
-  void TorchModel::evaluate(const Graph &graph, const Cell &cell, ModelOutputs &outputs)
+  void TorchModel::evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                            ModelOutputs &outputs)
   {
     rethrow_torch_errors([&] {
       const int64_t nrows = graph.num_rows();
@@ -74,7 +75,8 @@ namespace NVAlchemi {
       const torch::Dtype real = impl->dtype;
 
       auto edge_vectors = to_tensor(graph.edge_vectors, {nedges, 3}, torch::kFloat64, real);
-      edge_vectors.requires_grad_(true);
+      // a model that brings its own forces may still call requires_grad_() on its inputs
+      edge_vectors.requires_grad_(share.differentiate);
 
       std::vector<double> lattice(&cell.lattice[0][0], &cell.lattice[0][0] + 9);
       auto pbc = torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3});
@@ -94,28 +96,38 @@ namespace NVAlchemi {
       if (!result.isGenericDict())
         throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
       const auto dict = result.toGenericDict();
-      if (!dict.contains("atomic_energies"))
-        throw std::runtime_error("the model's output has no 'atomic_energies' entry");
-      const auto atomic_energies = dict.at("atomic_energies").toTensor().reshape({-1});
-      if (atomic_energies.size(0) != nrows)
-        throw std::runtime_error("'atomic_energies' has " + std::to_string(atomic_energies.size(0)) +
-                                 " values for " + std::to_string(nrows) + " atoms");
 
-      // This rank's share of the total energy: its owned rows. Ghost rows are other ranks'
-      // (or periodic images') atoms and are counted where they are owned.
-      const auto share = atomic_energies.narrow(0, 0, graph.n_owned).sum();
-      torch::Tensor gradient;
-      if (share.requires_grad())
-        gradient = torch::autograd::grad({share}, {edge_vectors}, {}, /*retain_graph=*/false,
-                                         /*create_graph=*/false, /*allow_unused=*/true)[0];
-      if (!gradient.defined()) gradient = torch::zeros_like(edge_vectors);
+      if (!dict.contains(share.key))
+        throw std::runtime_error("the model's output has no '" + share.key +
+                                 "' entry, the energy its spec names");
+      auto energy = dict.at(share.key).toTensor();
+      if (share.owned_rows) {
+        if (energy.dim() == 0 || energy.size(0) != nrows)
+          throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
+                                   std::to_string(nrows) + ")");
+        energy = energy.narrow(0, 0, graph.n_owned);
+      }
+      const auto total = energy.sum() * share.weight;
+      outputs.energy_share = total.item<double>();
 
-      const auto energies = atomic_energies.detach().to(torch::kFloat64).contiguous();
-      const auto gradients = gradient.to(torch::kFloat64).contiguous();
-      outputs.atomic_energies.assign(energies.data_ptr<double>(),
-                                     energies.data_ptr<double>() + nrows);
-      outputs.edge_gradients.assign(gradients.data_ptr<double>(),
-                                    gradients.data_ptr<double>() + 3 * nedges);
+      outputs.edge_gradients.clear();
+      if (share.differentiate) {
+        torch::Tensor gradient;
+        if (total.requires_grad())
+          gradient = torch::autograd::grad({total}, {edge_vectors}, {}, /*retain_graph=*/false,
+                                           /*create_graph=*/false, /*allow_unused=*/true)[0];
+        if (!gradient.defined()) gradient = torch::zeros_like(edge_vectors);
+        const auto g = gradient.to(torch::kFloat64).contiguous();
+        outputs.edge_gradients.assign(g.data_ptr<double>(), g.data_ptr<double>() + 3 * nedges);
+      }
+
+      outputs.tensors.clear();
+      for (const auto &item : dict) {
+        const auto tensor = item.value().toTensor().detach().to(torch::kFloat64).contiguous();
+        OutputTensor &out = outputs.tensors[item.key().toStringRef()];
+        out.shape.assign(tensor.sizes().begin(), tensor.sizes().end());
+        out.values.assign(tensor.data_ptr<double>(), tensor.data_ptr<double>() + tensor.numel());
+      }
     });
   }
 

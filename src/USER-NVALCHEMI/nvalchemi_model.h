@@ -8,6 +8,8 @@
 
 #include "nvalchemi_graph.h"
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,9 +22,25 @@ namespace NVAlchemi {
     bool pbc[3];
   };
 
+  // One model output in double precision: its shape as returned, values row-major.
+  struct OutputTensor {
+    std::vector<int64_t> shape;
+    std::vector<double> values;
+  };
+
+  // The scalar this rank differentiates for framework forces: its share L_r of the total
+  // energy, with the shares of all ranks summing to the total (DESIGN.md section 4).
+  struct EnergyShare {
+    std::string key;              // energy output: node energies or a per-system energy
+    bool owned_rows = true;       // sum rows [0, n_owned) only (owned node energies)
+    double weight = 1.0;          // 1/nprocs for an energy replicated on every rank
+    bool differentiate = true;    // false: the model returns its own forces
+  };
+
   struct ModelOutputs {
-    std::vector<double> atomic_energies;    // [rows]
-    std::vector<double> edge_gradients;     // [edges][3]: d(sum of owned energies)/d edge_vectors
+    std::map<std::string, OutputTensor> tensors;    // every output the model returned
+    std::vector<double> edge_gradients;             // [edges][3]: dL_r / d edge_vectors
+    double energy_share = 0.0;                      // L_r
   };
 
   class TorchModel {
@@ -40,9 +58,10 @@ namespace NVAlchemi {
     // Precision the model computes in; inputs are converted to it, outputs back to double.
     void set_float64(bool float64);
 
-    // One model call on `graph` and, from this rank's share of the energy (its owned rows),
-    // the gradients with respect to the edge vectors. Throws std::runtime_error on failure.
-    void evaluate(const Graph &graph, const Cell &cell, ModelOutputs &outputs);
+    // One model call on `graph`: all outputs, and the gradient of this rank's energy share
+    // with respect to the edge vectors. Throws std::runtime_error on failure.
+    void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                  ModelOutputs &outputs);
 
     // Number of threads LibTorch uses in this process for intra-op parallelism.
     static void set_num_threads(int nthreads);

@@ -1,11 +1,13 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI as a LAMMPS plugin: `plugin load nvalchemiplugin.so`
-   registers pair_style nvalchemi. Built by cmake/plugin/CMakeLists.txt.
+   registers pair_style nvalchemi and computes nvalchemi/atom and nvalchemi/global. Built by cmake/plugin/CMakeLists.txt.
 ------------------------------------------------------------------------- */
 
 #include "lammpsplugin.h"
 #include "version.h"
 
+#include "compute_nvalchemi_atom.h"
+#include "compute_nvalchemi_global.h"
 #include "pair_nvalchemi.h"
 
 using namespace LAMMPS_NS;
@@ -13,6 +15,16 @@ using namespace LAMMPS_NS;
 static Pair *nvalchemi_creator(LAMMPS *lmp)
 {
   return new PairNVAlchemi(lmp);
+}
+
+static Compute *nvalchemi_atom_creator(LAMMPS *lmp, int narg, char **arg)
+{
+  return new ComputeNVAlchemiAtom(lmp, narg, arg);
+}
+
+static Compute *nvalchemi_global_creator(LAMMPS *lmp, int narg, char **arg)
+{
+  return new ComputeNVAlchemiGlobal(lmp, narg, arg);
 }
 
 // the plugin is compiled with hidden visibility (its classes never bind to a built-in copy of
@@ -30,5 +42,16 @@ extern "C" __attribute__((visibility("default"))) void lammpsplugin_init(void *l
   plugin.author = "USER-NVALCHEMI developers";
   plugin.creator.v1 = (lammpsplugin_factory1 *) &nvalchemi_creator;
   plugin.handle = handle;
+  (*register_plugin)(&plugin, lmp);
+
+  plugin.style = "compute";
+  plugin.name = "nvalchemi/atom";
+  plugin.info = "USER-NVALCHEMI compute nvalchemi/atom (per-atom model outputs)";
+  plugin.creator.v2 = (lammpsplugin_factory2 *) &nvalchemi_atom_creator;
+  (*register_plugin)(&plugin, lmp);
+
+  plugin.name = "nvalchemi/global";
+  plugin.info = "USER-NVALCHEMI compute nvalchemi/global (per-system model outputs)";
+  plugin.creator.v2 = (lammpsplugin_factory2 *) &nvalchemi_global_creator;
   (*register_plugin)(&plugin, lmp);
 }

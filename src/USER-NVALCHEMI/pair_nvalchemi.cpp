@@ -27,15 +27,20 @@
 #include "nvalchemi_graph.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
+#include "nvalchemi_spec.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 using namespace LAMMPS_NS;
+using NVAlchemi::OutputKind;
+using NVAlchemi::OutputSpec;
+using NVAlchemi::Reduce;
 
 #ifdef NVALCHEMI_PLUGIN
 static constexpr const char *BUILD_ROUTE = "plugin";
@@ -43,24 +48,69 @@ static constexpr const char *BUILD_ROUTE = "plugin";
 static constexpr const char *BUILD_ROUTE = "built-in";
 #endif
 
+namespace {
+// columns sent per reverse-communication pass; wider per-atom outputs go in several passes
+constexpr int REVERSE_COMM_COLUMNS = 8;
+
+// a per-atom output is a sum of contributions whose ghost-row partials belong to the owners
+bool sums_ghost_rows(const OutputSpec &spec)
+{
+  return spec.reduce == Reduce::ALL_REDUCE;
+}
+
+std::string shape_string(const NVAlchemi::OutputTensor *t)
+{
+  if (!t) return "nothing";
+  std::string text;
+  for (int64_t n : t->shape) text += (text.empty() ? "" : ",") + std::to_string(n);
+  return "shape [" + text + "]";
+}
+
+int64_t row_width(const NVAlchemi::OutputTensor &t)
+{
+  int64_t width = 1;
+  for (size_t d = 1; d < t.shape.size(); ++d) width *= t.shape[d];
+  return width;
+}
+}    // namespace
+
 struct PairNVAlchemi::State {
   std::string model_file;
   std::unique_ptr<NVAlchemi::TorchModel> model;
   NVAlchemi::ModelMetadata metadata;
+  NVAlchemi::MLIPSpec overrides;    // from pair_style keywords
+  NVAlchemi::MLIPSpec spec;         // effective: model | keyword preset | keywords, resolved
+  NVAlchemi::EnergyShare share;
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
   NVAlchemi::ModelOutputs outputs;
+  bigint evaluations = 0;
+  // consolidated extra outputs and the evaluation they belong to
+  struct Consolidated {
+    std::vector<double> values;
+    bigint evaluation = -1;
+  };
+  std::map<std::string, Consolidated> consolidated;
+
+  const OutputSpec &output_spec(const std::string &name) const { return spec.outputs.at(name); }
+  const NVAlchemi::OutputTensor *tensor(const std::string &name) const
+  {
+    auto it = outputs.tensors.find(name);
+    return it == outputs.tensors.end() ? nullptr : &it->second;
+  }
 };
 
 /* ---------------------------------------------------------------------- */
 
-PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) : Pair(lmp), state(new State), cutoff(0.0)
+PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
+    Pair(lmp), state(new State), cutoff(0.0), comm_values(nullptr), comm_width(0), comm_offset(0)
 {
   single_enable = 0;
   restartinfo = 0;
   one_coeff = 1;
   manybody_flag = 1;
+  comm_reverse = REVERSE_COMM_COLUMNS;
   // per-atom virials are split evenly between the two atoms of each edge, which is not the
   // centroid form of a many-body model
   centroidstressflag = CENTROID_NOTAVAIL;
@@ -89,14 +139,47 @@ void PairNVAlchemi::allocate()
 }
 
 /* ----------------------------------------------------------------------
-   pair_style nvalchemi <model.pt>
+   pair_style nvalchemi <model.pt> [spec <preset>] [halo <mode>]
+     [forces model|node_energy|global_energy] [output <name> <kind> <reduce>] ...
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::settings(int narg, char **arg)
 {
   if (narg < 1) utils::missing_cmd_args(FLERR, "pair_style nvalchemi", error);
-  for (int iarg = 1; iarg < narg; ++iarg)
-    error->all(FLERR, iarg + 1, "Unknown pair_style nvalchemi keyword: {}", arg[iarg]);
+
+  NVAlchemi::MLIPSpec preset_keyword, overrides;
+  int iarg = 1;
+  try {
+    while (iarg < narg) {
+      const std::string keyword = arg[iarg];
+      const auto need = [&](int n) {
+        if (iarg + n >= narg) utils::missing_cmd_args(FLERR, "pair_style nvalchemi " + keyword, error);
+      };
+      if (keyword == "spec") {
+        need(1);
+        preset_keyword = NVAlchemi::preset(arg[iarg + 1]);
+        iarg += 2;
+      } else if (keyword == "halo") {
+        need(1);
+        overrides.halo = NVAlchemi::parse_halo_mode(arg[iarg + 1]);
+        iarg += 2;
+      } else if (keyword == "forces") {
+        need(1);
+        overrides.compile.force_strategy = NVAlchemi::parse_force_strategy(arg[iarg + 1]);
+        iarg += 2;
+      } else if (keyword == "output") {
+        need(3);
+        overrides.outputs[arg[iarg + 1]] = {NVAlchemi::parse_output_kind(arg[iarg + 2]),
+                                            NVAlchemi::parse_reduce(arg[iarg + 3])};
+        iarg += 4;
+      } else {
+        error->all(FLERR, iarg + 1, "Unknown pair_style nvalchemi keyword: {}", keyword);
+      }
+    }
+  } catch (std::invalid_argument &e) {
+    error->all(FLERR, iarg + 2, "pair_style nvalchemi {}: {}", arg[iarg], e.what());
+  }
+  state->overrides = preset_keyword | overrides;
   load_model(arg[0]);
 
   // a re-issued pair_style may bring a model with other species: require a new pair_coeff
@@ -137,48 +220,92 @@ void PairNVAlchemi::load_model(const char *file)
     MPI_Bcast(&archive[offset], static_cast<int>(std::min<bigint>(CHUNK, size - offset)), MPI_CHAR,
               0, world);
 
-  state->model_file = file;
+  State &s = *state;
+  s.model_file = file;
   try {
-    state->model = std::make_unique<NVAlchemi::TorchModel>(archive);
+    s.model = std::make_unique<NVAlchemi::TorchModel>(archive);
   } catch (std::exception &e) {
     error->all(FLERR, 1, "Cannot load {} as a TorchScript model: {}", file, e.what());
   }
 
-  const std::string &text = state->model->metadata_text();
+  const std::string &text = s.model->metadata_text();
   if (text.empty())
     error->all(FLERR, 1,
                "Model {} has no USER-NVALCHEMI metadata ({} inside the archive); export it with "
                "potentials/nvalchemi_export.py (save_model), see doc/Howto_nvalchemi_contract.rst",
                file, NVAlchemi::METADATA_FILE);
   try {
-    state->metadata = NVAlchemi::parse_metadata(text);
+    s.metadata = NVAlchemi::parse_metadata(text);
   } catch (std::exception &e) {
     error->all(FLERR, 1, "Model {} has invalid metadata: {}", file, e.what());
   }
-  const NVAlchemi::ModelMetadata &meta = state->metadata;
+  const NVAlchemi::ModelMetadata &meta = s.metadata;
 
   if (meta.units != update->unit_style)
     error->all(FLERR, 1,
                "Model {} works in '{}' units but this run uses 'units {}': use 'units {}' before "
                "the box is defined, or export the model for '{}' units",
                file, meta.units, update->unit_style, meta.units, update->unit_style);
-  if (meta.halo != "local" || meta.num_message_passing_layers > 1)
+
+  s.spec = (meta.spec | s.overrides).resolved();
+  const NVAlchemi::MLIPSpec &spec = s.spec;
+  const std::string halo = NVAlchemi::to_string(*spec.halo);
+  if (*spec.halo != NVAlchemi::HaloMode::LOCAL)
     error->all(FLERR, 1,
-               "Model {} needs halo mode '{}' ({} message-passing layers), but this version of "
+               "Model {} runs in halo mode '{}' ({} message-passing layers), but this version of "
                "pair_style nvalchemi runs strictly local models (halo mode 'local') only",
-               file, meta.halo, meta.num_message_passing_layers);
+               file, halo, *spec.num_message_passing_layers);
+  if (*spec.num_message_passing_layers > 1)
+    error->all(FLERR, 1,
+               "Model {} has {} message-passing layers but runs in halo mode 'local': its ghost "
+               "atoms would be missing messages from beyond the cutoff. A multi-layer model needs "
+               "halo mode 'layerwise' or 'deep'",
+               file, *spec.num_message_passing_layers);
+
+  // which energy the framework sums (and differentiates, unless the model brings its forces)
+  const auto declared = [&](const std::string &name, OutputKind kind) {
+    auto it = spec.outputs.find(name);
+    return it != spec.outputs.end() && it->second.kind == kind;
+  };
+  const auto strategy = *spec.compile.force_strategy;
+  const std::string &node_energy = *spec.node_energy_key;
+  NVAlchemi::EnergyShare &share = s.share;
+  share.differentiate = strategy != NVAlchemi::ForceStrategy::MODEL_INTERNAL;
+  if (strategy != NVAlchemi::ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY &&
+      declared(node_energy, OutputKind::PER_NODE)) {
+    share.key = node_energy;
+    share.owned_rows = !sums_ghost_rows(s.output_spec(node_energy));
+    share.weight = 1.0;
+  } else if (strategy != NVAlchemi::ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY &&
+             declared("energy", OutputKind::PER_GRAPH)) {
+    share.key = "energy";
+    share.owned_rows = false;
+    // each rank takes its share of an energy replicated on every rank
+    share.weight = s.output_spec("energy").reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / comm->nprocs;
+  } else {
+    error->all(FLERR, 1,
+               "Model {}: force strategy '{}' needs the spec to declare the energy it uses: "
+               "'{}' as per_node (node energies) or 'energy' as per_graph; add it with "
+               "'output <name> <kind> <reduce>'",
+               file, NVAlchemi::to_string(strategy), node_energy);
+  }
+  if (!share.differentiate && !declared("forces", OutputKind::PER_NODE))
+    error->all(FLERR, 1,
+               "Model {}: force strategy 'model' needs the spec to declare output 'forces' as "
+               "per_node (e.g. 'output forces per_node all_reduce')",
+               file);
 
   cutoff = meta.cutoff;
-  state->model->set_float64(meta.dtype == "float64");
+  s.model->set_float64(meta.dtype == "float64");
 
   if (comm->me == 0) {
     std::string species;
     for (int z : meta.species) species += " " + NVAlchemi::element_symbol(z);
     utils::logmesg(lmp,
                    "pair_style nvalchemi ({}): model {}, contract v{}, units {}, {}, cutoff {}, "
-                   "halo {}, species:{}\n",
+                   "species:{}\n  effective spec: {}\n",
                    BUILD_ROUTE, file, meta.contract_version, meta.units, meta.dtype, meta.cutoff,
-                   meta.halo, species);
+                   species, spec.to_json());
   }
 }
 
@@ -240,11 +367,8 @@ double PairNVAlchemi::init_one(int /*i*/, int /*j*/)
 }
 
 /* ----------------------------------------------------------------------
-   one model call per step on owned + ghost rows; energy is the sum over
-   owned rows, forces follow from its gradient with respect to the edge
-   vectors: an edge r_ij = x_i - x_j with gradient g pulls -g on the
-   receiver i and +g on the sender j (ghost forces go home by reverse
-   comm), and contributes -r_ij (x) g to the virial
+   one model call per step on owned + ghost rows, then consolidation of
+   energy, forces and virial as the spec says (doc/Howto_nvalchemi_spec.rst)
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::compute(int eflag, int vflag)
@@ -252,11 +376,8 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   ev_init(eflag, vflag);
 
   State &s = *state;
-  double **x = atom->x;
-  double **f = atom->f;
   const int nlocal = atom->nlocal;
-
-  const NVAlchemi::AtomsView atoms{x, atom->type, s.atomic_number_of_type.data(), nlocal,
+  const NVAlchemi::AtomsView atoms{atom->x, atom->type, s.atomic_number_of_type.data(), nlocal,
                                    nlocal + atom->nghost};
   const NVAlchemi::NeighborView neighbors{list->inum, list->ilist, list->numneigh,
                                           list->firstneigh, NEIGHMASK};
@@ -267,21 +388,55 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                            {domain->xz, domain->yz, domain->zprd}},
                           {domain->xperiodic != 0, domain->yperiodic != 0, domain->zperiodic != 0}};
   try {
-    s.model->evaluate(s.graph, cell, s.outputs);
+    s.model->evaluate(s.graph, cell, s.share, s.outputs);
   } catch (std::exception &e) {
     error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                s.model_file, update->ntimestep, e.what());
   }
+  ++s.evaluations;
 
+  tally_energy();
+  if (s.share.differentiate)
+    tally_edge_forces();
+  else
+    tally_model_forces();
+  if (vflag_fdotr) virial_fdotr_compute();
+}
+
+/* ----------------------------------------------------------------------
+   global energy: this rank's share (LAMMPS sums the ranks); per-atom
+   energy: the node energies (ghost rows too when they are partials, which
+   compute pe/atom then sums into the owners)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::tally_energy()
+{
+  if (!eflag_either) return;
+  State &s = *state;
+  if (eflag_global) eng_vdwl += s.outputs.energy_share;
+  if (!eflag_atom) return;
+
+  const std::string &key = *s.spec.node_energy_key;
+  const NVAlchemi::OutputTensor *energies = s.tensor(key);
+  if (!energies || !s.spec.outputs.count(key) || energies->values.size() != s.graph.row_atom.size())
+    error->all(FLERR, Error::NOLASTLINE,
+               "Per-atom energy needs model output '{}' (one value per atom, declared per_node)", key);
+  const size_t rows = sums_ghost_rows(s.output_spec(key)) ? s.graph.row_atom.size() : s.graph.n_owned;
+  for (size_t r = 0; r < rows; ++r) eatom[s.graph.row_atom[r]] += energies->values[r];
+}
+
+/* ----------------------------------------------------------------------
+   framework forces: an edge r_ij = x_i - x_j with gradient g pulls -g on
+   the receiver i and +g on the sender j (ghost forces go home by reverse
+   comm) and contributes -r_ij (x) g to the virial
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::tally_edge_forces()
+{
+  const State &s = *state;
+  double **f = atom->f;
+  const int nlocal = atom->nlocal;
   const std::vector<int> &row_atom = s.graph.row_atom;
-  if (eflag_either) {
-    for (int r = 0; r < s.graph.n_owned; ++r) {
-      const double e = s.outputs.atomic_energies[r];
-      if (eflag_global) eng_vdwl += e;
-      if (eflag_atom) eatom[row_atom[r]] += e;
-    }
-  }
-
   const int64_t *edges = s.graph.edges.data();
   const double *rij = s.graph.edge_vectors.data();
   const double *grad = s.outputs.edge_gradients.data();
@@ -301,21 +456,167 @@ void PairNVAlchemi::compute(int eflag, int vflag)
       ev_tally_xyz(i, j, nlocal, 1, 0.0, 0.0, -g[0], -g[1], -g[2], r[0], r[1], r[2]);
     }
   }
+}
 
-  if (vflag_fdotr) virial_fdotr_compute();
+/* ----------------------------------------------------------------------
+   model-internal forces, virial [3,3] and per-atom virials [N,3,3], rows
+   consolidated by their spec (W_ab = sum r_a f_b, LAMMPS order xx yy zz
+   xy xz yz)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::tally_model_forces()
+{
+  State &s = *state;
+  const std::vector<int> &row_atom = s.graph.row_atom;
+  const size_t nrows = row_atom.size();
+  const auto rows_of = [&](const std::string &key, int64_t width) -> const double * {
+    const NVAlchemi::OutputTensor *t = s.tensor(key);
+    if (!t || t->shape.empty() || static_cast<size_t>(t->shape[0]) != nrows || row_width(*t) != width)
+      error->all(FLERR, Error::NOLASTLINE,
+                 "Force strategy 'model' needs model output '{}' with {} values per atom", key, width);
+    return t->values.data();
+  };
+  const auto consolidated_rows = [&](const std::string &key) {
+    return sums_ghost_rows(s.output_spec(key)) ? nrows : static_cast<size_t>(s.graph.n_owned);
+  };
+  static constexpr int VOIGT[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+
+  double **f = atom->f;
+  const double *forces = rows_of("forces", 3);
+  for (size_t r = 0, n = consolidated_rows("forces"); r < n; ++r)
+    for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += forces[3 * r + d];
+
+  if (vflag_global) {
+    const NVAlchemi::OutputTensor *w = s.tensor("virial");
+    if (!w || w->values.size() != 9 || !s.spec.outputs.count("virial"))
+      error->all(FLERR, Error::NOLASTLINE,
+                 "The global virial without F dot r (pair_modify nofdotr) needs model output "
+                 "'virial' [1,3,3], declared per_graph");
+    const double weight =
+        s.output_spec("virial").reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / comm->nprocs;
+    for (int v = 0; v < 6; ++v) virial[v] += weight * w->values[3 * VOIGT[v][0] + VOIGT[v][1]];
+  }
+  if (vflag_atom) {
+    const std::string &key = *s.spec.node_virial_key;
+    if (!s.spec.outputs.count(key))
+      error->all(FLERR, Error::NOLASTLINE,
+                 "Per-atom virials with force strategy 'model' need output '{}' declared per_node",
+                 key);
+    const double *w = rows_of(key, 9);
+    for (size_t r = 0, n = consolidated_rows(key); r < n; ++r)
+      for (int v = 0; v < 6; ++v) vatom[row_atom[r]][v] += w[9 * r + 3 * VOIGT[v][0] + VOIGT[v][1]];
+  }
+}
+
+/* ----------------------------------------------------------------------
+   extra outputs, consolidated on demand (collective)
+------------------------------------------------------------------------- */
+
+const double *PairNVAlchemi::peratom_output(const char *name, int width)
+{
+  State &s = *state;
+  auto declared = s.spec.outputs.find(name);
+  if (declared == s.spec.outputs.end() || declared->second.kind != OutputKind::PER_NODE)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Model output '{}' is not declared per_node in the spec of pair_style nvalchemi: "
+               "declare it in the model's spec or with 'output {} per_node <reduce>'",
+               name, name);
+  if (s.evaluations == 0)
+    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
+  const NVAlchemi::OutputTensor *t = s.tensor(name);
+  const size_t nrows = s.graph.row_atom.size();
+  if (!t || t->shape.empty() || static_cast<size_t>(t->shape[0]) != nrows || row_width(*t) != width)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Model output '{}' must have {} values per atom (the model returned {})", name,
+               width, shape_string(t));
+
+  State::Consolidated &c = s.consolidated[name];
+  if (c.evaluation != s.evaluations) {
+    c.values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
+    const bool partials = sums_ghost_rows(declared->second);
+    const size_t rows = partials ? nrows : s.graph.n_owned;
+    for (size_t r = 0; r < rows; ++r)
+      std::copy_n(&t->values[r * width], width, &c.values[s.graph.row_atom[r] * width]);
+    if (partials) reverse_sum(c.values.data(), width);
+    c.evaluation = s.evaluations;
+  }
+  return c.values.data();
+}
+
+const double *PairNVAlchemi::global_output(const char *name, int size)
+{
+  State &s = *state;
+  auto declared = s.spec.outputs.find(name);
+  if (declared == s.spec.outputs.end() ||
+      (declared->second.kind != OutputKind::PER_GRAPH && declared->second.kind != OutputKind::GLOBAL))
+    error->all(FLERR, Error::NOLASTLINE,
+               "Model output '{}' is not declared per_graph or global in the spec of pair_style "
+               "nvalchemi: declare it in the model's spec or with 'output {} per_graph <reduce>'",
+               name, name);
+  if (s.evaluations == 0)
+    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
+  const NVAlchemi::OutputTensor *t = s.tensor(name);
+  if (!t || t->values.size() != static_cast<size_t>(size))
+    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' must have {} values (the model returned {})",
+               name, size, shape_string(t));
+
+  State::Consolidated &c = s.consolidated[name];
+  if (c.evaluation != s.evaluations) {
+    c.values = t->values;
+    if (declared->second.kind == OutputKind::PER_GRAPH) {
+      if (declared->second.reduce == Reduce::ALL_REDUCE)
+        MPI_Allreduce(t->values.data(), c.values.data(), size, MPI_DOUBLE, MPI_SUM, world);
+      else    // already global and replicated: every rank reports rank 0's copy, counted once
+        MPI_Bcast(c.values.data(), size, MPI_DOUBLE, 0, world);
+    }    // GLOBAL passes through: each rank keeps its own value
+    c.evaluation = s.evaluations;
+  }
+  return c.values.data();
+}
+
+/* ----------------------------------------------------------------------
+   ghost-row partials of a per-atom array summed into their owners
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::reverse_sum(double *values, int width)
+{
+  comm_values = values;
+  comm_width = width;
+  for (comm_offset = 0; comm_offset < width; comm_offset += comm_reverse) comm->reverse_comm(this);
+  comm_values = nullptr;
+}
+
+int PairNVAlchemi::pack_reverse_comm(int n, int first, double *buf)
+{
+  const int columns = std::min(comm_reverse, comm_width - comm_offset);
+  int m = 0;
+  for (int i = first; i < first + n; ++i)
+    for (int c = 0; c < columns; ++c) buf[m++] = comm_values[i * comm_width + comm_offset + c];
+  return m;
+}
+
+void PairNVAlchemi::unpack_reverse_comm(int n, int *list, double *buf)
+{
+  const int columns = std::min(comm_reverse, comm_width - comm_offset);
+  int m = 0;
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < columns; ++c) comm_values[list[i] * comm_width + comm_offset + c] += buf[m++];
 }
 
 /* ---------------------------------------------------------------------- */
 
 double PairNVAlchemi::memory_usage()
 {
-  const NVAlchemi::Graph &g = state->graph;
+  const State &s = *state;
+  const NVAlchemi::Graph &g = s.graph;
   double bytes = Pair::memory_usage();
-  bytes += static_cast<double>(g.row_atom.capacity() + state->atom_row.capacity()) * sizeof(int);
+  bytes += static_cast<double>(g.row_atom.capacity() + s.atom_row.capacity()) * sizeof(int);
   bytes += static_cast<double>(g.positions.capacity() + g.edge_vectors.capacity()) * sizeof(double);
   bytes += static_cast<double>(g.atomic_numbers.capacity() + g.edges.capacity()) * sizeof(int64_t);
-  bytes += static_cast<double>(state->outputs.atomic_energies.capacity() +
-                               state->outputs.edge_gradients.capacity()) *
-      sizeof(double);
+  bytes += static_cast<double>(s.outputs.edge_gradients.capacity()) * sizeof(double);
+  for (const auto &entry : s.outputs.tensors)
+    bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
+  for (const auto &entry : s.consolidated)
+    bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
   return bytes;
 }

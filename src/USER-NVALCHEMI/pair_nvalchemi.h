@@ -30,15 +30,31 @@ class PairNVAlchemi : public Pair {
   void coeff(int, char **) override;
   void init_style() override;
   double init_one(int, int) override;
+  int pack_reverse_comm(int, int, double *) override;
+  void unpack_reverse_comm(int, int *, double *) override;
   double memory_usage() override;
 
+  // A model output consolidated as its spec says, for compute nvalchemi/atom and
+  // nvalchemi/global. Collective: every rank must call. peratom_output returns `width` values
+  // per owned atom (row-major, atoms [0, nlocal)); global_output returns `size` values.
+  const double *peratom_output(const char *name, int width);
+  const double *global_output(const char *name, int size);
+
  protected:
-  struct State;    // model, metadata and per-step buffers (LibTorch stays out of this header)
+  struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)
   State *state;
   double cutoff;
 
+  // reverse communication of `comm_width` values per atom, `comm_reverse` columns at a time
+  double *comm_values;
+  int comm_width, comm_offset;
+
   virtual void allocate();
   void load_model(const char *file);
+  void reverse_sum(double *values, int width);
+  void tally_energy();
+  void tally_model_forces();
+  void tally_edge_forces();
 };
 
 }    // namespace LAMMPS_NS

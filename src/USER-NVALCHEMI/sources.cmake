@@ -2,8 +2,11 @@
 # NVALCHEMI_TORCH_SOURCES include LibTorch headers and nothing of LAMMPS; NVALCHEMI_SOURCES
 # include LAMMPS headers and nothing of LibTorch.
 set(NVALCHEMI_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_atom.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_global.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
 set(NVALCHEMI_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp)

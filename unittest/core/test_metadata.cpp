@@ -11,8 +11,8 @@ using namespace LAMMPS_NS::NVAlchemi;
 
 namespace {
 const std::string VALID = R"({"contract_version": 1, "cutoff": 5.0, "species": [1, 8],
-  "units": "metal", "dtype": "float32", "num_message_passing_layers": 0,
-  "spec": {"halo": "local"}})";
+  "units": "metal", "dtype": "float32",
+  "spec": {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}})";
 
 std::string replaced(const std::string &key_value, const std::string &with)
 {
@@ -42,14 +42,17 @@ TEST(Metadata, ParsesEveryField)
   EXPECT_EQ(meta.species, (std::vector<int>{1, 8}));
   EXPECT_EQ(meta.units, "metal");
   EXPECT_EQ(meta.dtype, "float32");
-  EXPECT_EQ(meta.num_message_passing_layers, 0);
-  EXPECT_EQ(meta.halo, "local");
+  EXPECT_EQ(meta.spec.halo, HaloMode::LAYERWISE);
+  EXPECT_EQ(meta.spec.num_message_passing_layers, 3);
+  EXPECT_EQ(meta.spec.outputs.at("atomic_energies").kind, OutputKind::PER_NODE);
 }
 
 TEST(Metadata, RejectsMissingKey)
 {
   expect_error(replaced(R"("units": "metal",)", ""), "missing key 'units'");
-  expect_error(replaced(R"({"halo": "local"})", "{}"), "missing key 'halo'");
+  expect_error(replaced(R"({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})", "{}"),
+               "spec needs a 'version' key");
+  expect_error(replaced(R"("spec": {)", R"("spex": {)"), "unknown key 'spex'");
 }
 
 TEST(Metadata, RejectsWrongTypesAndValues)
@@ -61,8 +64,10 @@ TEST(Metadata, RejectsWrongTypesAndValues)
   expect_error(replaced(R"("float32")", R"("float16")"), "'dtype' must be");
   expect_error(replaced(R"("contract_version": 1)", R"("contract_version": 2)"),
                "contract_version is 2 but this build");
-  expect_error(replaced(R"("num_message_passing_layers": 0)", R"("num_message_passing_layers": 1.5)"),
+  expect_error(replaced(R"("num_message_passing_layers": 3)", R"("num_message_passing_layers": 1.5)"),
                "'num_message_passing_layers' must be an integer");
+  expect_error(replaced(R"({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})", "[]"),
+               "'spec' must be a JSON object");
 }
 
 TEST(Metadata, RejectsUnknownKeyAndBadJson)

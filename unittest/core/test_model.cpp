@@ -43,6 +43,7 @@ Graph three_atoms()
 }
 
 const Cell CUBE = {{{10, 0, 0}, {0, 10, 0}, {0, 0, 10}}, {true, true, true}};
+const EnergyShare NODE_ENERGIES{"atomic_energies", true, 1.0, true};
 }    // namespace
 
 TEST(TorchModel, LoadsMetadataFromTheArchive)
@@ -52,6 +53,7 @@ TEST(TorchModel, LoadsMetadataFromTheArchive)
   EXPECT_EQ(meta.units, "lj");
   EXPECT_DOUBLE_EQ(meta.cutoff, 2.5);
   EXPECT_EQ(meta.species, std::vector<int>{18});
+  EXPECT_EQ(meta.spec, preset("SPEC_LJ_HALO"));
 }
 
 TEST(TorchModel, RejectsBytesThatAreNotAnArchive)
@@ -64,8 +66,9 @@ TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   const Graph g = three_atoms();
   ModelOutputs out;
-  model.evaluate(g, CUBE, out);
-  ASSERT_EQ(out.atomic_energies.size(), 3u);
+  model.evaluate(g, CUBE, NODE_ENERGIES, out);
+  const std::vector<double> &atomic_energies = out.tensors.at("atomic_energies").values;
+  ASSERT_EQ(atomic_energies.size(), 3u);
   ASSERT_EQ(out.edge_gradients.size(), 12u);
 
   std::vector<double> expected_energy(3, 0.0);
@@ -79,8 +82,35 @@ TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
                   1e-12 * std::fabs(lj_derivative(r)));
   }
   for (int r = 0; r < 3; ++r)
-    EXPECT_NEAR(out.atomic_energies[r], expected_energy[r], 1e-12 * std::fabs(expected_energy[0]));
-  EXPECT_EQ(out.atomic_energies[2], 0.0);    // the ghost is nobody's receiver
+    EXPECT_NEAR(atomic_energies[r], expected_energy[r], 1e-12 * std::fabs(expected_energy[0]));
+  EXPECT_EQ(atomic_energies[2], 0.0);    // the ghost is nobody's receiver
+  EXPECT_NEAR(out.energy_share, expected_energy[0] + expected_energy[1], 1e-12 * std::fabs(expected_energy[0]));
+}
+
+TEST(TorchModel, ReplicatedEnergyShareIsWeighted)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  const Graph g = three_atoms();
+  ModelOutputs full, quarter;
+  model.evaluate(g, CUBE, NODE_ENERGIES, full);
+  // a sum over all rows scaled by 1/4, as for an energy replicated on 4 ranks
+  model.evaluate(g, CUBE, EnergyShare{"atomic_energies", false, 0.25, true}, quarter);
+  EXPECT_NEAR(quarter.energy_share, 0.25 * full.energy_share, 1e-14);
+  for (size_t i = 0; i < full.edge_gradients.size(); ++i)
+    EXPECT_NEAR(quarter.edge_gradients[i], 0.25 * full.edge_gradients[i], 1e-14);
+  // a model that brings its own forces: no gradient is taken
+  ModelOutputs none;
+  model.evaluate(g, CUBE, EnergyShare{"atomic_energies", true, 1.0, false}, none);
+  EXPECT_TRUE(none.edge_gradients.empty());
+  EXPECT_EQ(none.energy_share, full.energy_share);
+}
+
+TEST(TorchModel, MissingEnergyOutputIsAnError)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelOutputs out;
+  EXPECT_THROW(model.evaluate(three_atoms(), CUBE, EnergyShare{"energy", false, 1.0, true}, out),
+               std::runtime_error);
 }
 
 TEST(TorchModel, Float32ModeAgreesToSinglePrecision)
@@ -88,9 +118,9 @@ TEST(TorchModel, Float32ModeAgreesToSinglePrecision)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   const Graph g = three_atoms();
   ModelOutputs exact, single;
-  model.evaluate(g, CUBE, exact);
+  model.evaluate(g, CUBE, NODE_ENERGIES, exact);
   model.set_float64(false);
-  model.evaluate(g, CUBE, single);
+  model.evaluate(g, CUBE, NODE_ENERGIES, single);
   for (size_t i = 0; i < exact.edge_gradients.size(); ++i)
     EXPECT_NEAR(single.edge_gradients[i], exact.edge_gradients[i],
                 1e-5 * std::fabs(exact.edge_gradients[i]) + 1e-6);
@@ -101,7 +131,8 @@ TEST(TorchModel, EmptyGraphGivesEmptyOutputs)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   Graph g;
   ModelOutputs out;
-  model.evaluate(g, CUBE, out);
-  EXPECT_TRUE(out.atomic_energies.empty());
+  model.evaluate(g, CUBE, NODE_ENERGIES, out);
+  EXPECT_TRUE(out.tensors.at("atomic_energies").values.empty());
   EXPECT_TRUE(out.edge_gradients.empty());
+  EXPECT_EQ(out.energy_share, 0.0);
 }

@@ -16,7 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
 from nvalchemi_export import METADATA_FILE, save_model  # noqa: E402
-from lmprun import run_lammps  # noqa: E402
+from harness import run_lammps  # noqa: E402
 
 BASE = """units {units}
 atom_style atomic
@@ -46,7 +46,7 @@ def make_models(workdir):
     torch.jit.save(plain, models["no_metadata"])
     models["future_version"] = os.path.join(workdir, "future_version.pt")
     meta = {"contract_version": 99, "cutoff": 2.5, "species": [18], "units": "lj", "dtype": "float64",
-            "num_message_passing_layers": 0, "spec": {"halo": "local"}}
+            "spec": {"preset": "SPEC_LJ_HALO"}}
     torch.jit.save(plain, models["future_version"], _extra_files={METADATA_FILE: json.dumps(meta)})
     models["missing_key"] = os.path.join(workdir, "missing_key.pt")
     del meta["units"]
@@ -54,7 +54,13 @@ def make_models(workdir):
     torch.jit.save(plain, models["missing_key"], _extra_files={METADATA_FILE: json.dumps(meta)})
     models["message_passing"] = os.path.join(workdir, "message_passing.pt")
     save_model(WrongShape(), models["message_passing"], cutoff=2.5, species=[18], units="lj",
-               num_message_passing_layers=3, spec={"halo": "layerwise"})
+               spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})
+    models["local_multilayer"] = os.path.join(workdir, "local_multilayer.pt")
+    save_model(WrongShape(), models["local_multilayer"], cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})
+    models["bad_spec"] = os.path.join(workdir, "bad_spec.pt")
+    save_model(WrongShape(), models["bad_spec"], cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_LJ_HALO", "halo_mode": "local"})
     models["wrong_shape"] = os.path.join(workdir, "wrong_shape.pt")
     save_model(WrongShape(), models["wrong_shape"], cutoff=2.5, species=[18], units="lj")
     models["not_torchscript"] = os.path.join(workdir, "not_torchscript.pt")
@@ -84,11 +90,25 @@ def cases(lj_model, models):
         ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
          r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
         ("message passing model", dict(ok, model=models["message_passing"]),
-         r"needs halo mode 'layerwise' \(3 message-passing layers\)"),
+         r"runs in halo mode 'layerwise' \(3 message-passing layers\)"),
+        ("multi-layer model in halo mode local", dict(ok, model=models["local_multilayer"]),
+         r"has 2 message-passing layers but runs in halo mode 'local'"),
+        ("halo override to a mode without exchange", dict(ok, model=models["message_passing"], keywords=" halo local"),
+         r"has 3 message-passing layers but runs in halo mode 'local'"),
+        ("unknown key in the model's spec", dict(ok, model=models["bad_spec"]),
+         r"invalid metadata: unknown spec key 'halo_mode'"),
+        ("unknown spec preset keyword", dict(ok, keywords=" spec SPEC_FOO"),
+         r"pair_style nvalchemi spec: unknown spec preset 'SPEC_FOO'"),
+        ("unknown force strategy keyword", dict(ok, keywords=" forces magic"),
+         r"unknown force strategy 'magic' \(valid: model, node_energy, global_energy\)"),
+        ("model forces the model does not declare", dict(ok, keywords=" forces model"),
+         r"force strategy 'model' needs the spec to declare output 'forces'"),
+        ("output keyword missing values", dict(ok, keywords=" output charges per_node"),
+         r"Illegal pair_style nvalchemi output command: missing argument"),
         ("unknown keyword", dict(ok, keywords=" bogus 1"), r"Unknown pair_style nvalchemi keyword: bogus"),
         ("newton pair off", dict(ok, newton="newton off on\n"), r"requires newton pair on"),
         ("model output of the wrong shape", dict(ok, model=models["wrong_shape"]),
-         r"model .*wrong_shape\.pt failed on step 0: 'atomic_energies' has \d+ values for \d+ atoms"),
+         r"model .*wrong_shape\.pt failed on step 0: 'atomic_energies' must have one row per atom"),
     ]
 
 

@@ -17,23 +17,10 @@ import tempfile
 
 import numpy as np
 
-from lmprun import run_lammps
+from harness import make_system, relative_difference, run_lammps
 
 STEPS = (0, 100)
 DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
-
-SYSTEMS = {
-    # a perturbed fcc crystal filling the box
-    "bulk": ("region box {region} 0 6 0 5 0 5 {tilt}\n"
-             "create_box 2 box\n"
-             "create_atoms 1 box\n"),
-    # the same crystal in the lower half of a box twice as long in x: on a 4x1x1 grid the
-    # upper two subdomains own no atoms
-    "slab": ("region box {region} 0 12 0 5 0 5 {tilt}\n"
-             "create_box 2 box\n"
-             "region slab block 0.2 5.9 INF INF INF INF\n"
-             "create_atoms 1 region slab\n"),
-}
 
 PAIR = {
     "lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\n",
@@ -44,19 +31,13 @@ PAIR = {
                     "pair_coeff * * nvalchemi Ar NULL\n"
                     "pair_coeff 1 2 lj/cut 1.0 1.0\npair_coeff 2 2 lj/cut 1.0 1.0\n"),
     "plugin": "plugin load {plugin}\npair_style nvalchemi {model}\npair_coeff * * Ar Ar\n",
+    # the three force strategies on the LJ model that also returns its own forces and energy
+    "forces-node_energy": "pair_style nvalchemi {forces_model} forces node_energy\npair_coeff * * Ar Ar\n",
+    "forces-global_energy": "pair_style nvalchemi {forces_model} forces global_energy\npair_coeff * * Ar Ar\n",
+    "forces-model": "pair_style nvalchemi {forces_model} forces model\npair_coeff * * Ar Ar\n",
+    "forces-model-nofdotr": ("pair_style nvalchemi {forces_model} forces model\npair_coeff * * Ar Ar\n"
+                             "pair_modify nofdotr\n"),
 }
-
-# the system is made once, on 1 rank, so that every run holds the same atoms under the same IDs
-# (create_atoms numbers atoms by rank)
-SETUP = """units lj
-atom_style atomic
-lattice fcc 0.8442
-{system}set type 1 type/fraction 2 0.3 4321
-mass * 1.0
-displace_atoms all random 0.05 0.05 0.05 8765 units lattice
-velocity all create 1.5 87287 loop geom
-write_data system.data
-"""
 
 TEMPLATE = """units lj
 atom_style atomic
@@ -79,20 +60,8 @@ print "$(pe:%.17g) $(c_vir[1]:%.17g) $(c_vir[2]:%.17g) $(c_vir[3]:%.17g) $(c_vir
 """
 
 
-def make_system(args, workdir):
-    tri = args.box == "tri"
-    system = SYSTEMS[args.system].format(region="prism" if tri else "block",
-                                         tilt="1.0 1.0 -1.0" if tri else "")
-    with open(os.path.join(workdir, "in.setup"), "w") as f:
-        f.write(SETUP.format(system=system))
-    proc = run_lammps(args.lmp, args.mpirun, 1, "in.setup", workdir)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
-    return os.path.join(workdir, "system.data")
-
-
 def write_input(path, args, pair_variant, grid, data):
-    pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin)
+    pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin, forces_model=args.forces_model)
     text = TEMPLATE.format(grid=" ".join(map(str, grid)), data=data, pair=pair)
     for n, step in enumerate(STEPS):
         text += f"run {step - (STEPS[n - 1] if n else 0)}\n"
@@ -118,11 +87,6 @@ def run_case(args, label, pair_variant, np_, grid, workdir, data):
     return results, proc.stdout
 
 
-def relative_difference(a, b):
-    scale = np.max(np.abs(b))
-    return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b)))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lmp", required=True)
@@ -131,14 +95,15 @@ def main():
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--grid", type=int, nargs=3, required=True)
     parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
-    parser.add_argument("--system", choices=tuple(SYSTEMS), default="bulk")
-    parser.add_argument("--variant", choices=("nvalchemi", "nofdotr", "hybrid-null", "plugin"), default="nvalchemi")
+    parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
+    parser.add_argument("--variant", choices=tuple(v for v in PAIR if v != "lj/cut"), default="nvalchemi")
     parser.add_argument("--plugin", default="")
+    parser.add_argument("--forces-model", default="", help="LJ model written with --model-forces")
     parser.add_argument("--tol", type=float, default=1e-10)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="nvalchemi-parity-") as workdir:
-        data = make_system(args, workdir)
+        data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
         oracle, _ = run_case(args, "lj_cut.np1", "lj/cut", 1, (1, 1, 1), workdir, data)
         single, _ = run_case(args, "nvalchemi.np1", "nvalchemi", 1, (1, 1, 1), workdir, data)
         tested, log = run_case(args, f"tested.{args.variant}.np{args.np}", args.variant, args.np,

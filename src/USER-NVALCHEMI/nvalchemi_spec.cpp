@@ -1,0 +1,349 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: MLIPSpec core. Plain C++17 + the JSON library shipped with LAMMPS.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_spec.h"
+
+#include "json.h"
+
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+using LAMMPS_NS::json;
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // ---- enum names ------------------------------------------------------------------------
+
+  namespace {
+    template <typename E> using NameTable = std::vector<std::pair<E, const char *>>;
+
+    const NameTable<OutputKind> OUTPUT_KINDS = {{OutputKind::PER_NODE, "per_node"},
+                                                {OutputKind::PER_GRAPH, "per_graph"},
+                                                {OutputKind::GLOBAL, "global"},
+                                                {OutputKind::UNKNOWN, "unknown"}};
+    const NameTable<Reduce> REDUCES = {{Reduce::NONE, "none"},
+                                       {Reduce::ALL_REDUCE, "all_reduce"},
+                                       {Reduce::OWNED_ONLY, "owned_only"}};
+    const NameTable<HaloMode> HALO_MODES = {{HaloMode::LOCAL, "local"},
+                                            {HaloMode::LAYERWISE, "layerwise"},
+                                            {HaloMode::DEEP, "deep"},
+                                            {HaloMode::GP, "gp"}};
+    const NameTable<ForceStrategy> FORCE_STRATEGIES = {
+        {ForceStrategy::MODEL_INTERNAL, "model"},
+        {ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, "node_energy"},
+        {ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, "global_energy"}};
+
+    template <typename E> std::string name_of(const NameTable<E> &table, E value)
+    {
+      for (const auto &entry : table)
+        if (entry.first == value) return entry.second;
+      return "?";
+    }
+
+    template <typename E>
+    E parse_name(const NameTable<E> &table, const std::string &text, const char *what)
+    {
+      std::string valid;
+      for (const auto &entry : table) {
+        if (text == entry.second) return entry.first;
+        valid += std::string(valid.empty() ? "" : ", ") + entry.second;
+      }
+      throw std::invalid_argument("unknown " + std::string(what) + " '" + text + "' (valid: " +
+                                  valid + ")");
+    }
+  }    // namespace
+
+  std::string to_string(OutputKind v) { return name_of(OUTPUT_KINDS, v); }
+  std::string to_string(Reduce v) { return name_of(REDUCES, v); }
+  std::string to_string(HaloMode v) { return name_of(HALO_MODES, v); }
+  std::string to_string(ForceStrategy v) { return name_of(FORCE_STRATEGIES, v); }
+  OutputKind parse_output_kind(const std::string &s)
+  {
+    return parse_name(OUTPUT_KINDS, s, "output kind");
+  }
+  Reduce parse_reduce(const std::string &s) { return parse_name(REDUCES, s, "reduce"); }
+  HaloMode parse_halo_mode(const std::string &s) { return parse_name(HALO_MODES, s, "halo mode"); }
+  ForceStrategy parse_force_strategy(const std::string &s)
+  {
+    return parse_name(FORCE_STRATEGIES, s, "force strategy");
+  }
+
+  // ---- composition and defaults ----------------------------------------------------------
+
+  namespace {
+    template <typename T> void take_if_set(std::optional<T> &target, const std::optional<T> &v)
+    {
+      if (v) target = v;
+    }
+
+    template <typename T> void default_if_unset(std::optional<T> &target, const T &value)
+    {
+      if (!target) target = value;
+    }
+  }    // namespace
+
+  bool CompilePolicy::operator==(const CompilePolicy &o) const
+  {
+    return static_shapes == o.static_shapes && atom_capacity_growth == o.atom_capacity_growth &&
+        edge_capacity_growth == o.edge_capacity_growth && force_strategy == o.force_strategy;
+  }
+
+  bool MLIPSpec::operator==(const MLIPSpec &o) const
+  {
+    return outputs == o.outputs && node_energy_key == o.node_energy_key &&
+        node_virial_key == o.node_virial_key && halo == o.halo &&
+        num_message_passing_layers == o.num_message_passing_layers &&
+        exchange_feature_width == o.exchange_feature_width && compile == o.compile;
+  }
+
+  MLIPSpec MLIPSpec::operator|(const MLIPSpec &right) const
+  {
+    MLIPSpec merged = *this;
+    for (const auto &entry : right.outputs) merged.outputs[entry.first] = entry.second;
+    take_if_set(merged.node_energy_key, right.node_energy_key);
+    take_if_set(merged.node_virial_key, right.node_virial_key);
+    take_if_set(merged.halo, right.halo);
+    take_if_set(merged.num_message_passing_layers, right.num_message_passing_layers);
+    take_if_set(merged.exchange_feature_width, right.exchange_feature_width);
+    take_if_set(merged.compile.static_shapes, right.compile.static_shapes);
+    take_if_set(merged.compile.atom_capacity_growth, right.compile.atom_capacity_growth);
+    take_if_set(merged.compile.edge_capacity_growth, right.compile.edge_capacity_growth);
+    take_if_set(merged.compile.force_strategy, right.compile.force_strategy);
+    return merged;
+  }
+
+  MLIPSpec MLIPSpec::resolved() const
+  {
+    MLIPSpec r = *this;
+    default_if_unset(r.node_energy_key, std::string("atomic_energies"));
+    default_if_unset(r.node_virial_key, std::string("atomic_virials"));
+    default_if_unset(r.halo, HaloMode::LOCAL);
+    default_if_unset(r.num_message_passing_layers, 0);
+    default_if_unset(r.exchange_feature_width, 0);
+    default_if_unset(r.compile.static_shapes, false);
+    default_if_unset(r.compile.atom_capacity_growth, 1.2);
+    default_if_unset(r.compile.edge_capacity_growth, 1.2);
+    default_if_unset(r.compile.force_strategy, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY);
+    return r;
+  }
+
+  StrategyKind MLIPSpec::strategy() const
+  {
+    return halo == HaloMode::GP ? StrategyKind::GRAPH_PARTITION : StrategyKind::HALO;
+  }
+
+  bool MLIPSpec::needs_exchange() const
+  {
+    return halo == HaloMode::LAYERWISE || halo == HaloMode::GP;
+  }
+
+  // ---- presets -----------------------------------------------------------------------------
+
+  namespace {
+    const OutputSpec OWNED_NODE_VALUE{OutputKind::PER_NODE, Reduce::OWNED_ONLY};
+    const OutputSpec NODE_PARTIAL{OutputKind::PER_NODE, Reduce::ALL_REDUCE};
+    const OutputSpec RANK_PARTIAL{OutputKind::PER_GRAPH, Reduce::ALL_REDUCE};
+    const OutputSpec REPLICATED{OutputKind::PER_GRAPH, Reduce::NONE};
+
+    MLIPSpec make_preset(HaloMode halo, ForceStrategy forces, std::map<std::string, OutputSpec> outputs)
+    {
+      MLIPSpec spec;
+      spec.halo = halo;
+      spec.compile.force_strategy = forces;
+      spec.outputs = std::move(outputs);
+      return spec;
+    }
+
+    const std::vector<std::pair<std::string, MLIPSpec>> &presets()
+    {
+      static const std::vector<std::pair<std::string, MLIPSpec>> table = [] {
+        std::vector<std::pair<std::string, MLIPSpec>> t;
+        const std::map<std::string, OutputSpec> energies = {{"atomic_energies", OWNED_NODE_VALUE},
+                                                            {"energy", RANK_PARTIAL}};
+        // strictly local pair-like models: one cutoff, no exchange
+        t.emplace_back("SPEC_LJ_HALO", make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
+        // message passing: ghost rows refreshed from their owners between layers
+        t.emplace_back("SPEC_MPNN_HALO", make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
+        // message passing with the model's own forces; ghost-row force partials scattered home
+        auto uma = energies;
+        uma["forces"] = NODE_PARTIAL;
+        uma["virial"] = RANK_PARTIAL;
+        uma["atomic_virials"] = NODE_PARTIAL;
+        t.emplace_back("SPEC_UMA_HALO", make_preset(HaloMode::LAYERWISE, ForceStrategy::MODEL_INTERNAL, uma));
+        // local real space plus reciprocal sums through system_sum: the energy is replicated on
+        // every rank, forces come from each rank's E / nprocs share
+        const std::map<std::string, OutputSpec> long_range = {{"atomic_energies", OWNED_NODE_VALUE},
+                                                              {"energy", REPLICATED}};
+        t.emplace_back("SPEC_EWALD_HALO", make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range));
+        MLIPSpec pme = make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range);
+        pme.compile.static_shapes = true;    // a fixed mesh
+        t.emplace_back("SPEC_PME_HALO", pme);
+        // two stages: coordination numbers refreshed to ghosts, then the energy
+        MLIPSpec d3 = make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
+        d3.num_message_passing_layers = 2;
+        d3.exchange_feature_width = 1;
+        t.emplace_back("SPEC_DFTD3_HALO", d3);
+        // graph partition: no ghost compute, padded shapes
+        MLIPSpec gp = make_preset(HaloMode::GP, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
+        gp.compile.static_shapes = true;
+        t.emplace_back("SPEC_MPNN_GP", gp);
+        return t;
+      }();
+      return table;
+    }
+  }    // namespace
+
+  const MLIPSpec &preset(const std::string &name)
+  {
+    for (const auto &entry : presets())
+      if (entry.first == name) return entry.second;
+    std::string valid;
+    for (const auto &n : preset_names()) valid += (valid.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown spec preset '" + name + "' (valid: " + valid + ")");
+  }
+
+  const std::vector<std::string> &preset_names()
+  {
+    static const std::vector<std::string> names = [] {
+      std::vector<std::string> n;
+      for (const auto &entry : presets()) n.push_back(entry.first);
+      return n;
+    }();
+    return names;
+  }
+
+  // ---- JSON --------------------------------------------------------------------------------
+
+  namespace {
+    [[noreturn]] void bad(const std::string &key, const std::string &what)
+    {
+      throw std::invalid_argument("spec key '" + key + "' " + what);
+    }
+
+    void check_keys(const json &obj, const std::set<std::string> &known, const std::string &where)
+    {
+      for (const auto &item : obj.items())
+        if (!known.count(item.key()))
+          throw std::invalid_argument("unknown spec key '" + where + item.key() + "'");
+    }
+
+    std::string get_string(const json &obj, const std::string &key)
+    {
+      if (!obj.at(key).is_string()) bad(key, "must be a string");
+      return obj.at(key).get<std::string>();
+    }
+
+    int get_int(const json &obj, const std::string &key, int minimum)
+    {
+      const json &v = obj.at(key);
+      if (!v.is_number_integer() || v.get<long long>() < minimum)
+        bad(key, "must be an integer >= " + std::to_string(minimum));
+      return v.get<int>();
+    }
+
+    double get_growth(const json &obj, const std::string &key)
+    {
+      const json &v = obj.at(key);
+      if (!v.is_number() || v.get<double>() < 1.0) bad(key, "must be a number >= 1");
+      return v.get<double>();
+    }
+
+    // every key of `obj` except "preset" and "version", applied over `spec`
+    void read_fields(const json &obj, MLIPSpec &spec)
+    {
+      check_keys(obj, {"version", "preset", "outputs", "node_energy_key", "node_virial_key", "halo",
+                       "num_message_passing_layers", "exchange_feature_width", "compile"}, "");
+      if (obj.contains("outputs")) {
+        const json &outputs = obj.at("outputs");
+        if (!outputs.is_object()) bad("outputs", "must be an object of {name: {kind, reduce}}");
+        for (const auto &item : outputs.items()) {
+          const std::string where = "outputs." + item.key();
+          const json &o = item.value();
+          if (!o.is_object() || !o.contains("kind") || !o.contains("reduce"))
+            bad(where, "must be an object with 'kind' and 'reduce'");
+          check_keys(o, {"kind", "reduce"}, where + ".");
+          if (!o.at("kind").is_string() || !o.at("reduce").is_string())
+            bad(where, "kind and reduce must be strings");
+          spec.outputs[item.key()] = {parse_output_kind(o.at("kind").get<std::string>()),
+                                      parse_reduce(o.at("reduce").get<std::string>())};
+        }
+      }
+      if (obj.contains("node_energy_key")) spec.node_energy_key = get_string(obj, "node_energy_key");
+      if (obj.contains("node_virial_key")) spec.node_virial_key = get_string(obj, "node_virial_key");
+      if (obj.contains("halo")) spec.halo = parse_halo_mode(get_string(obj, "halo"));
+      if (obj.contains("num_message_passing_layers"))
+        spec.num_message_passing_layers = get_int(obj, "num_message_passing_layers", 0);
+      if (obj.contains("exchange_feature_width"))
+        spec.exchange_feature_width = get_int(obj, "exchange_feature_width", 0);
+      if (obj.contains("compile")) {
+        const json &c = obj.at("compile");
+        if (!c.is_object()) bad("compile", "must be an object");
+        check_keys(c, {"static_shapes", "atom_capacity_growth", "edge_capacity_growth", "force_strategy"},
+                   "compile.");
+        if (c.contains("static_shapes")) {
+          if (!c.at("static_shapes").is_boolean()) bad("compile.static_shapes", "must be true or false");
+          spec.compile.static_shapes = c.at("static_shapes").get<bool>();
+        }
+        if (c.contains("atom_capacity_growth"))
+          spec.compile.atom_capacity_growth = get_growth(c, "atom_capacity_growth");
+        if (c.contains("edge_capacity_growth"))
+          spec.compile.edge_capacity_growth = get_growth(c, "edge_capacity_growth");
+        if (c.contains("force_strategy"))
+          spec.compile.force_strategy = parse_force_strategy(get_string(c, "force_strategy"));
+      }
+    }
+  }    // namespace
+
+  std::string MLIPSpec::to_json(int indent) const
+  {
+    json j;
+    j["version"] = SPEC_VERSION;
+    json outs = json::object();
+    for (const auto &entry : outputs)
+      outs[entry.first] = {{"kind", to_string(entry.second.kind)},
+                           {"reduce", to_string(entry.second.reduce)}};
+    j["outputs"] = outs;
+    if (node_energy_key) j["node_energy_key"] = *node_energy_key;
+    if (node_virial_key) j["node_virial_key"] = *node_virial_key;
+    if (halo) j["halo"] = to_string(*halo);
+    if (num_message_passing_layers) j["num_message_passing_layers"] = *num_message_passing_layers;
+    if (exchange_feature_width) j["exchange_feature_width"] = *exchange_feature_width;
+    json c = json::object();
+    if (compile.static_shapes) c["static_shapes"] = *compile.static_shapes;
+    if (compile.atom_capacity_growth) c["atom_capacity_growth"] = *compile.atom_capacity_growth;
+    if (compile.edge_capacity_growth) c["edge_capacity_growth"] = *compile.edge_capacity_growth;
+    if (compile.force_strategy) c["force_strategy"] = to_string(*compile.force_strategy);
+    j["compile"] = c;
+    return j.dump(indent);
+  }
+
+  MLIPSpec MLIPSpec::from_json(const std::string &text)
+  {
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (json::exception &e) {
+      throw std::invalid_argument(std::string("spec is not valid JSON: ") + e.what());
+    }
+    if (!j.is_object()) throw std::invalid_argument("spec must be a JSON object");
+    if (j.contains("version")) {
+      const int version = get_int(j, "version", 1);
+      if (version > SPEC_VERSION)
+        throw std::invalid_argument("spec version " + std::to_string(version) +
+                                    " is newer than this build reads (" +
+                                    std::to_string(SPEC_VERSION) + ")");
+    } else if (!j.contains("preset")) {
+      throw std::invalid_argument("spec needs a 'version' key (a full spec) or a 'preset' key");
+    }
+    MLIPSpec spec;
+    if (j.contains("preset")) spec = preset(get_string(j, "preset"));
+    MLIPSpec overrides;
+    read_fields(j, overrides);
+    return spec | overrides;
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

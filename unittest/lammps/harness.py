@@ -1,0 +1,66 @@
+"""What the LAMMPS-driven tests share: running LAMMPS under mpirun (with a timeout), the test
+systems, and the relative difference they are judged by."""
+
+import os
+import subprocess
+import sys
+from typing import List, Optional
+
+import numpy as np
+
+
+def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
+               timeout: float = 300.0, wrapper: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+    """Run `lmp -in input_file` on `nranks` ranks; a hang becomes a failure after `timeout` seconds.
+    `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time)."""
+    cmd = [mpirun, "-np", str(nranks), "--oversubscribe"] + (wrapper or []) + [lmp, "-in", input_file, "-log", "log.lammps"]
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise SystemExit(f"FAIL: LAMMPS did not finish within {timeout} s (hang?): {' '.join(cmd)}\n"
+                         f"{exc.stdout or ''}")
+
+
+SYSTEMS = {
+    # a perturbed fcc crystal filling the box
+    "bulk": ("region box {region} 0 6 0 5 0 5 {tilt}\n"
+             "create_box 2 box\n"
+             "create_atoms 1 box\n"),
+    # the same crystal in the lower half of a box twice as long in x: on a 4x1x1 grid the
+    # upper two subdomains own no atoms
+    "slab": ("region box {region} 0 12 0 5 0 5 {tilt}\n"
+             "create_box 2 box\n"
+             "region slab block 0.2 5.9 INF INF INF INF\n"
+             "create_atoms 1 region slab\n"),
+}
+
+# the system is made once, on 1 rank, so that every run holds the same atoms under the same IDs
+# (create_atoms numbers atoms by rank)
+SETUP = """units lj
+atom_style atomic
+lattice fcc 0.8442
+{system}set type 1 type/fraction 2 0.3 4321
+mass * 1.0
+displace_atoms all random 0.05 0.05 0.05 8765 units lattice
+velocity all create 1.5 87287 loop geom
+write_data system.data
+"""
+
+
+def make_system(lmp, mpirun, box, system_name, workdir):
+    """Write system.data in workdir: the named system in an orthogonal or triclinic box."""
+    tri = box == "tri"
+    system = SYSTEMS[system_name].format(region="prism" if tri else "block",
+                                         tilt="1.0 1.0 -1.0" if tri else "")
+    with open(os.path.join(workdir, "in.setup"), "w") as f:
+        f.write(SETUP.format(system=system))
+    proc = run_lammps(lmp, mpirun, 1, "in.setup", workdir)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
+    return os.path.join(workdir, "system.data")
+
+
+def relative_difference(a, b):
+    """max |a - b| / max |b| (absolute where b is all zero)."""
+    scale = np.max(np.abs(b))
+    return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b)))

@@ -1,0 +1,89 @@
+"""Test models for the MLIPSpec consolidation tests (written by the build, not committed).
+
+    python unittest/lammps/spec_models.py <output dir>
+
+lj_probe.pt: Lennard-Jones (potentials/lennard_jones.py) plus extra outputs, one for each
+kind x reduce combination, each with a value that is easy to reason about:
+
+  coordination        per_node  all_reduce  [N]     each edge adds w/2 to both of its rows, so
+                                                    ghost rows hold partials of their owners
+  coordination_owned  per_node  owned_only  [N]     each edge adds w to its (owned) receiver
+  coordination_none   per_node  none        [N]     the same values as coordination_owned
+  descriptor          per_node  all_reduce  [N,20]  like coordination at 20 length scales (wider
+                                                    than one reverse-communication pass)
+  energy              per_graph all_reduce  [1,1]   this rank's share of the energy
+  dipole              per_graph all_reduce  [3]     sum over owned rows of coordination x position
+  volume              per_graph none        [1]     det(cell), the same on every rank
+  volume_owned        per_graph owned_only  [1]     det(cell)
+  cell_diagonal       global    none        [3]     diagonal of the cell, passed through
+
+with w = exp(-r^2) for an edge of length r. Consolidated, coordination, coordination_owned and
+coordination_none are equal, and every output is independent of the number of ranks.
+"""
+
+import os
+import sys
+from typing import Dict
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
+from lennard_jones import LennardJones  # noqa: E402
+from nvalchemi_export import save_model  # noqa: E402
+
+PROBE_OUTPUTS = {
+    "coordination": ("per_node", "all_reduce"),
+    "coordination_owned": ("per_node", "owned_only"),
+    "coordination_none": ("per_node", "none"),
+    "descriptor": ("per_node", "all_reduce"),
+    "dipole": ("per_graph", "all_reduce"),
+    "volume": ("per_graph", "none"),
+    "volume_owned": ("per_graph", "owned_only"),
+    "cell_diagonal": ("global", "none"),
+}
+
+
+class Probe(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lj = LennardJones(1.0, 1.0, 2.5, False)
+        self.scales = torch.linspace(0.5, 3.0, 20, dtype=torch.float64)
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        outputs = self.lj(inputs)
+        edge_vectors = inputs["edge_vectors"].detach()
+        senders = inputs["neighbor_list"][:, 0]
+        receivers = inputs["neighbor_list"][:, 1]
+        positions = inputs["positions"]
+        n = positions.shape[0]
+        n_owned = int(inputs["n_owned"])
+        r2 = (edge_vectors * edge_vectors).sum(dim=1)
+        w = torch.exp(-r2)
+        zeros = torch.zeros(n, dtype=positions.dtype)
+        half = 0.5 * w
+        outputs["coordination"] = zeros.index_add(0, receivers, half).index_add(0, senders, half)
+        owned = zeros.index_add(0, receivers, w)
+        outputs["coordination_owned"] = owned
+        outputs["coordination_none"] = owned.clone()
+        wide = torch.exp(-r2.unsqueeze(1) / self.scales.to(positions.dtype).unsqueeze(0))
+        outputs["descriptor"] = (torch.zeros(n, 20, dtype=positions.dtype)
+                                 .index_add(0, receivers, 0.5 * wide).index_add(0, senders, 0.5 * wide))
+        outputs["energy"] = outputs["atomic_energies"][:n_owned].sum().view(1, 1)
+        outputs["dipole"] = (owned[:n_owned].unsqueeze(1) * positions[:n_owned]).sum(dim=0)
+        volume = torch.linalg.det(inputs["cell"][0]).view(1)
+        outputs["volume"] = volume
+        outputs["volume_owned"] = volume.clone()
+        outputs["cell_diagonal"] = torch.diagonal(inputs["cell"][0])
+        return outputs
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    spec = {"preset": "SPEC_LJ_HALO",
+            "outputs": {name: {"kind": kind, "reduce": reduce} for name, (kind, reduce) in PROBE_OUTPUTS.items()}}
+    save_model(Probe(), os.path.join(outdir, "lj_probe.pt"), cutoff=2.5, species=[18], units="lj", spec=spec)
+
+
+if __name__ == "__main__":
+    main()
