@@ -64,3 +64,32 @@ def relative_difference(a, b):
     """max |a - b| / max |b| (absolute where b is all zero)."""
     scale = np.max(np.abs(b))
     return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b)))
+
+
+def snapshot_commands(steps, dump_columns, global_values):
+    """Input lines that run to each of `steps` (cumulative) and write, at each, a dump of every
+    atom sorted by ID (step<N>.dump) and one line of global values (step<N>.global), all in
+    full precision."""
+    text, previous = "", 0
+    for step in steps:
+        text += f"run {step - previous}\n"
+        text += f"write_dump all custom step{step}.dump {dump_columns} modify sort id format float %.17g\n"
+        text += ('print "' + " ".join(f"$({g}:%.17g)" for g in global_values) +
+                 f'" file step{step}.global screen no\n')
+        previous = step
+    return text
+
+
+def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps):
+    """Run `input_text` (ending in snapshot_commands) in `rundir`; exit the test on failure.
+    Returns ({step: (per-atom rows, global values)}, LAMMPS' screen output)."""
+    os.makedirs(rundir)
+    with open(os.path.join(rundir, "in.test"), "w") as f:
+        f.write(input_text)
+    proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    snapshots = {step: (np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2),
+                        np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1))
+                 for step in steps}
+    return snapshots, proc.stdout

@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from harness import make_system, relative_difference, run_lammps
+from harness import make_system, relative_difference, run_snapshots, snapshot_commands
 
 STEPS = (0, 100)
 DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
@@ -55,36 +55,20 @@ thermo_style custom step pe c_vir[*] vol
 thermo_modify norm no
 """
 
-SNAPSHOT = """write_dump all custom step{step}.dump {columns} modify sort id format float %.17g
-print "$(pe:%.17g) $(c_vir[1]:%.17g) $(c_vir[2]:%.17g) $(c_vir[3]:%.17g) $(c_vir[4]:%.17g) $(c_vir[5]:%.17g) $(c_vir[6]:%.17g) $(vol:%.17g)" file step{step}.global screen no
-"""
+GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]", "vol"]
 
 
-def write_input(path, args, pair_variant, grid, data):
+def run_case(args, label, pair_variant, nranks, grid, workdir, data):
     pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin, forces_model=args.forces_model)
     text = TEMPLATE.format(grid=" ".join(map(str, grid)), data=data, pair=pair)
-    for n, step in enumerate(STEPS):
-        text += f"run {step - (STEPS[n - 1] if n else 0)}\n"
-        text += SNAPSHOT.format(step=step, columns=DUMP_COLUMNS)
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def run_case(args, label, pair_variant, np_, grid, workdir, data):
-    rundir = os.path.join(workdir, label)
-    os.makedirs(rundir)
-    write_input(os.path.join(rundir, "in.parity"), args, pair_variant, grid, data)
-    proc = run_lammps(args.lmp, args.mpirun, np_, "in.parity", rundir)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {label} run failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    text += snapshot_commands(STEPS, DUMP_COLUMNS, GLOBALS)
+    snapshots, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, STEPS)
     results = {}
-    for step in STEPS:
-        atoms = np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2)
-        glob = np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1)
+    for step, (atoms, glob) in snapshots.items():
         results[step] = {"ids": atoms[:, 0], "positions": atoms[:, 1:4], "forces": atoms[:, 4:7],
                          "atomic_energies": atoms[:, 7], "atomic_virials": atoms[:, 8:14],
                          "energy": glob[0:1], "virial": glob[1:7], "volume": glob[7]}
-    return results, proc.stdout
+    return results, log
 
 
 def main():

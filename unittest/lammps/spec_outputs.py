@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 
-from harness import make_system, relative_difference, run_lammps
+from harness import make_system, relative_difference, run_snapshots, snapshot_commands
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
 from nvalchemi_export import save_model  # noqa: E402
@@ -58,26 +58,15 @@ thermo_modify norm no
 
 
 def run(args, workdir, label, nranks, grid, data, model, keywords=""):
-    rundir = os.path.join(workdir, label)
-    os.makedirs(rundir)
     text = INPUT.format(grid=" ".join(map(str, grid)), data=data, model=model, keywords=keywords)
-    for n, step in enumerate(STEPS):
-        text += f"run {step - (STEPS[n - 1] if n else 0)}\n"
-        text += f"write_dump all custom step{step}.dump {PER_ATOM} modify sort id format float %.17g\n"
-        text += "print \"" + " ".join(f"$({g}:%.17g)" for g in GLOBALS) + f"\" file step{step}.global screen no\n"
-    with open(os.path.join(rundir, "in.spec"), "w") as f:
-        f.write(text)
-    proc = run_lammps(args.lmp, args.mpirun, nranks, "in.spec", rundir)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    text += snapshot_commands(STEPS, PER_ATOM, GLOBALS)
+    snapshots, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, STEPS)
     results = {}
-    for step in STEPS:
-        atoms = np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2)
-        values = np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1)
+    for step, (atoms, values) in snapshots.items():
         results[step] = {"coordination": atoms[:, 1], "coordination_owned": atoms[:, 2],
                          "coordination_none": atoms[:, 3], "descriptor": atoms[:, 4:24],
                          **{g: values[i:i + 1] for i, g in enumerate(GLOBALS)}}
-    spec = re.search(r"effective spec: (\{.*\})", proc.stdout).group(1)
+    spec = re.search(r"effective spec: (\{.*\})", log).group(1)
     return results, spec
 
 
