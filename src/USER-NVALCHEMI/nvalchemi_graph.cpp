@@ -38,7 +38,7 @@ namespace NVAlchemi {
       if (handled(i)) add_row(atoms, i, graph, atom_row);
 
     const double cutsq = cutoff * cutoff;
-    for (int ii = 0; ii < list.inum; ++ii) {
+    for (int ii = 0; ii < list.inum + list.gnum; ++ii) {
       const int i = list.ilist[ii];
       const int receiver = atom_row[i];
       if (receiver < 0) continue;

@@ -22,7 +22,8 @@ namespace NVAlchemi {
   };
 
   struct NeighborView {
-    int inum;
+    int inum;    // owned atoms with neighbor lists
+    int gnum;    // ghost atoms with neighbor lists after them (deep halo), else 0
     const int *ilist;
     const int *numneigh;
     int *const *firstneigh;
@@ -30,8 +31,9 @@ namespace NVAlchemi {
   };
 
   // Rows are the atoms the model sees: owned atoms of handled types first (in LAMMPS index
-  // order), then ghosts of handled types. Edges run sender -> receiver, receivers are owned,
-  // and every edge is strictly shorter than the cutoff.
+  // order), then ghosts of handled types. Edges run sender -> receiver for every atom of the
+  // list (owned receivers; ghost receivers too with a ghost list), and every edge is strictly
+  // shorter than the cutoff.
   struct Graph {
     int n_owned = 0;
     std::vector<int> row_atom;            // LAMMPS index of each row

@@ -6,6 +6,7 @@
 #include "nvalchemi_model.h"
 
 #include "nvalchemi_metadata.h"
+#include "nvalchemi_ops.h"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <ATen/Parallel.h>
@@ -34,6 +35,12 @@ namespace NVAlchemi {
       return view.to(target, /*non_blocking=*/false, /*copy=*/true);
     }
 
+    // the exchanger the ops see, for the duration of one forward and backward pass
+    struct ExchangeScope {
+      explicit ExchangeScope(Exchanger *exchanger) { set_current_exchanger(exchanger); }
+      ~ExchangeScope() { set_current_exchanger(nullptr); }
+    };
+
     template <typename F> void rethrow_torch_errors(F &&body)
     {
       try {
@@ -46,6 +53,7 @@ namespace NVAlchemi {
 
   TorchModel::TorchModel(const std::string &archive) : impl(new Impl)
   {
+    register_exchange_ops();
     rethrow_torch_errors([&] {
       std::istringstream stream(archive);
       torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
@@ -67,8 +75,9 @@ namespace NVAlchemi {
   void TorchModel::set_num_threads(int nthreads) { at::set_num_threads(nthreads); }
 
   void TorchModel::evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
-                            ModelOutputs &outputs)
+                            Exchanger *exchanger, ModelOutputs &outputs)
   {
+    ExchangeScope scope(exchanger);
     rethrow_torch_errors([&] {
       const int64_t nrows = graph.num_rows();
       const int64_t nedges = graph.num_edges();

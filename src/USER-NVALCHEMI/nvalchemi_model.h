@@ -6,6 +6,7 @@
 #ifndef LMP_NVALCHEMI_MODEL_H
 #define LMP_NVALCHEMI_MODEL_H
 
+#include "nvalchemi_exchange.h"
 #include "nvalchemi_graph.h"
 
 #include <cstdint>
@@ -59,9 +60,10 @@ namespace NVAlchemi {
     void set_float64(bool float64);
 
     // One model call on `graph`: all outputs, and the gradient of this rank's energy share
-    // with respect to the edge vectors. Throws std::runtime_error on failure.
+    // with respect to the edge vectors. `exchanger` serves the model's torch.ops.nvalchemi
+    // calls (nullptr: the model may not call them). Throws std::runtime_error on failure.
     void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
-                  ModelOutputs &outputs);
+                  Exchanger *exchanger, ModelOutputs &outputs);
 
     // Number of threads LibTorch uses in this process for intra-op parallelism.
     static void set_num_threads(int nthreads);

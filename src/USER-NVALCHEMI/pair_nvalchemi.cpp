@@ -49,8 +49,8 @@ static constexpr const char *BUILD_ROUTE = "built-in";
 #endif
 
 namespace {
-// columns sent per reverse-communication pass; wider per-atom outputs go in several passes
-constexpr int REVERSE_COMM_COLUMNS = 8;
+// columns sent per forward/reverse communication pass; wider data goes in several passes
+constexpr int COMM_COLUMNS = 8;
 
 // a per-atom output is a sum of contributions whose ghost-row partials belong to the owners
 bool sums_ghost_rows(const OutputSpec &spec)
@@ -74,6 +74,28 @@ int64_t row_width(const NVAlchemi::OutputTensor &t)
 }
 }    // namespace
 
+// the exchange ops' rows, served by the pair style's communication
+class RowExchange : public NVAlchemi::Exchanger {
+ public:
+  RowExchange(PairNVAlchemi *pair, const NVAlchemi::Graph &graph, MPI_Comm world) :
+      pair(pair), graph(graph), world(world)
+  {
+  }
+  int64_t num_rows() const override { return graph.num_rows(); }
+  int64_t num_owned() const override { return graph.n_owned; }
+  void refresh(double *rows, int width) override { pair->refresh_rows(rows, width); }
+  void sum_into_owners(double *rows, int width) override { pair->sum_rows_into_owners(rows, width); }
+  void sum_over_ranks(double *values, int n) override
+  {
+    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world);
+  }
+
+ private:
+  PairNVAlchemi *pair;
+  const NVAlchemi::Graph &graph;
+  MPI_Comm world;
+};
+
 struct PairNVAlchemi::State {
   std::string model_file;
   std::unique_ptr<NVAlchemi::TorchModel> model;
@@ -84,6 +106,8 @@ struct PairNVAlchemi::State {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
+  std::vector<double> atom_values;    // per-atom scratch of the exchange ops
+  std::unique_ptr<RowExchange> exchange;    // set in halo mode layerwise only
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
   // consolidated extra outputs and the evaluation they belong to
@@ -104,13 +128,15 @@ struct PairNVAlchemi::State {
 /* ---------------------------------------------------------------------- */
 
 PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
-    Pair(lmp), state(new State), cutoff(0.0), comm_values(nullptr), comm_width(0), comm_offset(0)
+    Pair(lmp), state(new State), cutoff(0.0), saved_cutghostuser(-1.0), comm_values(nullptr),
+    comm_width(0), comm_offset(0)
 {
   single_enable = 0;
   restartinfo = 0;
   one_coeff = 1;
   manybody_flag = 1;
-  comm_reverse = REVERSE_COMM_COLUMNS;
+  comm_forward = COMM_COLUMNS;
+  comm_reverse = COMM_COLUMNS;
   // per-atom virials are split evenly between the two atoms of each edge, which is not the
   // centroid form of a many-body model
   centroidstressflag = CENTROID_NOTAVAIL;
@@ -120,10 +146,13 @@ PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
 
 PairNVAlchemi::~PairNVAlchemi()
 {
+  // a deep halo raised the ghost cutoff: give the next pair style the user's setting back
+  if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
   delete state;
   if (allocated) {
     memory->destroy(setflag);
     memory->destroy(cutsq);
+    memory->destroy(cutghost);
   }
 }
 
@@ -135,6 +164,7 @@ void PairNVAlchemi::allocate()
   const int n = atom->ntypes + 1;
   memory->create(setflag, n, n, "pair:setflag");
   memory->create(cutsq, n, n, "pair:cutsq");
+  memory->create(cutghost, n, n, "pair:cutghost");
   map = new int[n];    // freed by Pair::~Pair()
 }
 
@@ -249,13 +279,12 @@ void PairNVAlchemi::load_model(const char *file)
 
   s.spec = (meta.spec | s.overrides).resolved();
   const NVAlchemi::MLIPSpec &spec = s.spec;
-  const std::string halo = NVAlchemi::to_string(*spec.halo);
-  if (*spec.halo != NVAlchemi::HaloMode::LOCAL)
+  if (*spec.halo == NVAlchemi::HaloMode::GP)
     error->all(FLERR, 1,
-               "Model {} runs in halo mode '{}' ({} message-passing layers), but this version of "
-               "pair_style nvalchemi runs strictly local models (halo mode 'local') only",
-               file, halo, *spec.num_message_passing_layers);
-  if (*spec.num_message_passing_layers > 1)
+               "Model {} runs in halo mode 'gp' (graph partition), which this version of "
+               "pair_style nvalchemi does not support; use halo mode 'layerwise' or 'deep'",
+               file);
+  if (*spec.halo == NVAlchemi::HaloMode::LOCAL && *spec.num_message_passing_layers > 1)
     error->all(FLERR, 1,
                "Model {} has {} message-passing layers but runs in halo mode 'local': its ghost "
                "atoms would be missing messages from beyond the cutoff. A multi-layer model needs "
@@ -297,6 +326,9 @@ void PairNVAlchemi::load_model(const char *file)
 
   cutoff = meta.cutoff;
   s.model->set_float64(meta.dtype == "float64");
+  ghostneigh = *spec.halo == NVAlchemi::HaloMode::DEEP ? 1 : 0;
+  s.exchange.reset(*spec.halo == NVAlchemi::HaloMode::LAYERWISE ? new RowExchange(this, s.graph, world)
+                                                                : nullptr);
 
   if (comm->me == 0) {
     std::string species;
@@ -355,14 +387,32 @@ void PairNVAlchemi::init_style()
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi requires newton pair on: ghost-atom forces are sent to "
                "their owners by reverse communication");
-  neighbor->add_request(this, NeighConst::REQ_FULL);
+  if (ghostneigh) {
+    // deep halo: every ghost within L cutoffs gets its own edges, so that L layers of message
+    // passing on this rank see all they need for the owned atoms
+    neighbor->add_request(this, NeighConst::REQ_FULL | NeighConst::REQ_GHOST);
+    const int layers = std::max(1, *state->spec.num_message_passing_layers);
+    const double ghost_cutoff = layers * cutoff + neighbor->skin;
+    if (saved_cutghostuser < 0.0) saved_cutghostuser = comm->cutghostuser;
+    comm->cutghostuser = std::max(saved_cutghostuser, ghost_cutoff);
+    if (comm->me == 0)
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: halo mode deep raises the ghost cutoff to {:.8g} "
+                     "({} layers x cutoff {} + skin {})\n",
+                     comm->cutghostuser, layers, cutoff, neighbor->skin);
+  } else {
+    neighbor->add_request(this, NeighConst::REQ_FULL);
+    if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
+    saved_cutghostuser = -1.0;
+  }
   NVAlchemi::TorchModel::set_num_threads(comm->nthreads);
 }
 
 /* ---------------------------------------------------------------------- */
 
-double PairNVAlchemi::init_one(int /*i*/, int /*j*/)
+double PairNVAlchemi::init_one(int i, int j)
 {
+  if (ghostneigh) cutghost[i][j] = cutghost[j][i] = cutoff;
   return cutoff;
 }
 
@@ -379,8 +429,8 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   const int nlocal = atom->nlocal;
   const NVAlchemi::AtomsView atoms{atom->x, atom->type, s.atomic_number_of_type.data(), nlocal,
                                    nlocal + atom->nghost};
-  const NVAlchemi::NeighborView neighbors{list->inum, list->ilist, list->numneigh,
-                                          list->firstneigh, NEIGHMASK};
+  const NVAlchemi::NeighborView neighbors{list->inum, ghostneigh ? list->gnum : 0, list->ilist,
+                                          list->numneigh, list->firstneigh, NEIGHMASK};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
 
   NVAlchemi::Cell cell = {{{domain->xprd, 0.0, 0.0},
@@ -388,7 +438,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                            {domain->xz, domain->yz, domain->zprd}},
                           {domain->xperiodic != 0, domain->yperiodic != 0, domain->zperiodic != 0}};
   try {
-    s.model->evaluate(s.graph, cell, s.share, s.outputs);
+    s.model->evaluate(s.graph, cell, s.share, s.exchange.get(), s.outputs);
   } catch (std::exception &e) {
     error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                s.model_file, update->ntimestep, e.what());
@@ -536,7 +586,7 @@ const double *PairNVAlchemi::peratom_output(const char *name, int width)
     const bool partials = sums_ghost_rows(declared->second);
     const size_t rows = partials ? nrows : s.graph.n_owned;
     for (size_t r = 0; r < rows; ++r)
-      std::copy_n(&t->values[r * width], width, &c.values[s.graph.row_atom[r] * width]);
+      std::copy_n(&t->values[r * width], width, &c.values[static_cast<size_t>(s.graph.row_atom[r]) * width]);
     if (partials) reverse_sum(c.values.data(), width);
     c.evaluation = s.evaluations;
   }
@@ -575,6 +625,64 @@ const double *PairNVAlchemi::global_output(const char *name, int size)
 }
 
 /* ----------------------------------------------------------------------
+   the exchange ops on model rows: rows are copied to a per-atom buffer,
+   communicated, and copied back (atoms of NULL types are not rows)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::refresh_rows(double *rows, int width)
+{
+  State &s = *state;
+  const std::vector<int> &row_atom = s.graph.row_atom;
+  s.atom_values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
+  for (int r = 0; r < s.graph.n_owned; ++r)
+    std::copy_n(rows + static_cast<size_t>(r) * width, width, &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
+  forward_copy(s.atom_values.data(), width);
+  for (size_t r = s.graph.n_owned; r < row_atom.size(); ++r)
+    std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width, rows + r * width);
+}
+
+void PairNVAlchemi::sum_rows_into_owners(double *rows, int width)
+{
+  State &s = *state;
+  const std::vector<int> &row_atom = s.graph.row_atom;
+  s.atom_values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
+  for (size_t r = 0; r < row_atom.size(); ++r)
+    std::copy_n(rows + r * width, width, &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
+  reverse_sum(s.atom_values.data(), width);
+  for (int r = 0; r < s.graph.n_owned; ++r)
+    std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width, rows + static_cast<size_t>(r) * width);
+}
+
+/* ----------------------------------------------------------------------
+   ghost atoms of a per-atom array take their owners' values
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::forward_copy(double *values, int width)
+{
+  comm_values = values;
+  comm_width = width;
+  for (comm_offset = 0; comm_offset < width; comm_offset += comm_forward) comm->forward_comm(this);
+  comm_values = nullptr;
+}
+
+int PairNVAlchemi::pack_forward_comm(int n, int *list, double *buf, int /*pbc_flag*/, int * /*pbc*/)
+{
+  const int columns = std::min(comm_forward, comm_width - comm_offset);
+  int m = 0;
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < columns; ++c) buf[m++] = comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c];
+  return m;
+}
+
+void PairNVAlchemi::unpack_forward_comm(int n, int first, double *buf)
+{
+  const int columns = std::min(comm_forward, comm_width - comm_offset);
+  int m = 0;
+  for (int i = first; i < first + n; ++i)
+    for (int c = 0; c < columns; ++c) comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c] = buf[m++];
+}
+
+/* ----------------------------------------------------------------------
    ghost-row partials of a per-atom array summed into their owners
 ------------------------------------------------------------------------- */
 
@@ -591,7 +699,7 @@ int PairNVAlchemi::pack_reverse_comm(int n, int first, double *buf)
   const int columns = std::min(comm_reverse, comm_width - comm_offset);
   int m = 0;
   for (int i = first; i < first + n; ++i)
-    for (int c = 0; c < columns; ++c) buf[m++] = comm_values[i * comm_width + comm_offset + c];
+    for (int c = 0; c < columns; ++c) buf[m++] = comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c];
   return m;
 }
 
@@ -600,7 +708,7 @@ void PairNVAlchemi::unpack_reverse_comm(int n, int *list, double *buf)
   const int columns = std::min(comm_reverse, comm_width - comm_offset);
   int m = 0;
   for (int i = 0; i < n; ++i)
-    for (int c = 0; c < columns; ++c) comm_values[list[i] * comm_width + comm_offset + c] += buf[m++];
+    for (int c = 0; c < columns; ++c) comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c] += buf[m++];
 }
 
 /* ---------------------------------------------------------------------- */

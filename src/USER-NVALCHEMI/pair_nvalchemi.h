@@ -30,6 +30,8 @@ class PairNVAlchemi : public Pair {
   void coeff(int, char **) override;
   void init_style() override;
   double init_one(int, int) override;
+  int pack_forward_comm(int, int *, double *, int, int *) override;
+  void unpack_forward_comm(int, int, double *) override;
   int pack_reverse_comm(int, int, double *) override;
   void unpack_reverse_comm(int, int *, double *) override;
   double memory_usage() override;
@@ -40,17 +42,24 @@ class PairNVAlchemi : public Pair {
   const double *peratom_output(const char *name, int width);
   const double *global_output(const char *name, int size);
 
+  // the exchange ops' view of the model rows (torch.ops.nvalchemi.*), collective
+  void refresh_rows(double *rows, int width);
+  void sum_rows_into_owners(double *rows, int width);
+
  protected:
   struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)
   State *state;
   double cutoff;
+  double saved_cutghostuser;    // comm_modify cutoff before a deep halo raised it; < 0: untouched
 
-  // reverse communication of `comm_width` values per atom, `comm_reverse` columns at a time
+  // forward/reverse communication of `comm_width` values per atom, in passes of
+  // comm_forward / comm_reverse columns
   double *comm_values;
   int comm_width, comm_offset;
 
   virtual void allocate();
   void load_model(const char *file);
+  void forward_copy(double *values, int width);
   void reverse_sum(double *values, int width);
   void tally_energy();
   void tally_model_forces();

@@ -9,4 +9,5 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
 set(NVALCHEMI_TORCH_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_ops.cpp)

@@ -27,7 +27,7 @@ TEST(Graph, OwnedRowsFirstNullTypesOutEdgesWithinCutoff)
 {
   Fixture fx;
   AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
-  NeighborView list{3, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
+  NeighborView list{3, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
   Graph graph;
   std::vector<int> atom_row;
   build_graph(atoms, list, 1.5, graph, atom_row);
@@ -48,7 +48,7 @@ TEST(Graph, RebuildReusesBuffersAndEmptyRankWorks)
 {
   Fixture fx;
   AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
-  NeighborView list{3, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
+  NeighborView list{3, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
   Graph graph;
   std::vector<int> atom_row;
   build_graph(atoms, list, 2.5, graph, atom_row);
@@ -59,7 +59,7 @@ TEST(Graph, RebuildReusesBuffersAndEmptyRankWorks)
   EXPECT_EQ(graph.edge_vectors.data(), storage);
 
   AtomsView empty{fx.x, fx.type, fx.z_of_type, 0, 0};
-  NeighborView none{0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
+  NeighborView none{0, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
   build_graph(empty, none, 2.5, graph, atom_row);
   EXPECT_EQ(graph.num_rows(), 0);
   EXPECT_EQ(graph.num_edges(), 0);

@@ -66,7 +66,7 @@ TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   const Graph g = three_atoms();
   ModelOutputs out;
-  model.evaluate(g, CUBE, NODE_ENERGIES, out);
+  model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, out);
   const std::vector<double> &atomic_energies = out.tensors.at("atomic_energies").values;
   ASSERT_EQ(atomic_energies.size(), 3u);
   ASSERT_EQ(out.edge_gradients.size(), 12u);
@@ -92,15 +92,15 @@ TEST(TorchModel, ReplicatedEnergyShareIsWeighted)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   const Graph g = three_atoms();
   ModelOutputs full, quarter;
-  model.evaluate(g, CUBE, NODE_ENERGIES, full);
+  model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, full);
   // a sum over all rows scaled by 1/4, as for an energy replicated on 4 ranks
-  model.evaluate(g, CUBE, EnergyShare{"atomic_energies", false, 0.25, true}, quarter);
+  model.evaluate(g, CUBE, EnergyShare{"atomic_energies", false, 0.25, true}, nullptr, quarter);
   EXPECT_NEAR(quarter.energy_share, 0.25 * full.energy_share, 1e-14);
   for (size_t i = 0; i < full.edge_gradients.size(); ++i)
     EXPECT_NEAR(quarter.edge_gradients[i], 0.25 * full.edge_gradients[i], 1e-14);
   // a model that brings its own forces: no gradient is taken
   ModelOutputs none;
-  model.evaluate(g, CUBE, EnergyShare{"atomic_energies", true, 1.0, false}, none);
+  model.evaluate(g, CUBE, EnergyShare{"atomic_energies", true, 1.0, false}, nullptr, none);
   EXPECT_TRUE(none.edge_gradients.empty());
   EXPECT_EQ(none.energy_share, full.energy_share);
 }
@@ -109,7 +109,7 @@ TEST(TorchModel, MissingEnergyOutputIsAnError)
 {
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   ModelOutputs out;
-  EXPECT_THROW(model.evaluate(three_atoms(), CUBE, EnergyShare{"energy", false, 1.0, true}, out),
+  EXPECT_THROW(model.evaluate(three_atoms(), CUBE, EnergyShare{"energy", false, 1.0, true}, nullptr, out),
                std::runtime_error);
 }
 
@@ -118,9 +118,9 @@ TEST(TorchModel, Float32ModeAgreesToSinglePrecision)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   const Graph g = three_atoms();
   ModelOutputs exact, single;
-  model.evaluate(g, CUBE, NODE_ENERGIES, exact);
+  model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, exact);
   model.set_float64(false);
-  model.evaluate(g, CUBE, NODE_ENERGIES, single);
+  model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, single);
   for (size_t i = 0; i < exact.edge_gradients.size(); ++i)
     EXPECT_NEAR(single.edge_gradients[i], exact.edge_gradients[i],
                 1e-5 * std::fabs(exact.edge_gradients[i]) + 1e-6);
@@ -131,7 +131,7 @@ TEST(TorchModel, EmptyGraphGivesEmptyOutputs)
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   Graph g;
   ModelOutputs out;
-  model.evaluate(g, CUBE, NODE_ENERGIES, out);
+  model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, out);
   EXPECT_TRUE(out.tensors.at("atomic_energies").values.empty());
   EXPECT_TRUE(out.edge_gradients.empty());
   EXPECT_EQ(out.energy_share, 0.0);

@@ -15,6 +15,7 @@ from typing import Dict
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
+import nvalchemi_ops  # noqa: E402,F401  (torch.ops.nvalchemi for scripting)
 from nvalchemi_export import METADATA_FILE, save_model  # noqa: E402
 from harness import run_lammps  # noqa: E402
 
@@ -39,6 +40,14 @@ class WrongShape(torch.nn.Module):
         return {"atomic_energies": torch.zeros(n + 1, dtype=torch.float64)}
 
 
+class CallsOps(torch.nn.Module):
+    """A one-layer model that refreshes its ghost rows: legal in halo mode layerwise only."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        x = torch.ops.nvalchemi.refresh_neighbors(inputs["positions"][:, 0])
+        return {"atomic_energies": 0.0 * x}
+
+
 def make_models(workdir):
     models = {}
     plain = torch.jit.script(WrongShape())
@@ -55,6 +64,9 @@ def make_models(workdir):
     models["message_passing"] = os.path.join(workdir, "message_passing.pt")
     save_model(WrongShape(), models["message_passing"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})
+    models["calls_ops"] = os.path.join(workdir, "calls_ops.pt")
+    save_model(CallsOps(), models["calls_ops"], cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 1})
     models["local_multilayer"] = os.path.join(workdir, "local_multilayer.pt")
     save_model(WrongShape(), models["local_multilayer"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})
@@ -89,8 +101,10 @@ def cases(lj_model, models):
          r"All pair coeffs are not set"),
         ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
          r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
-        ("message passing model", dict(ok, model=models["message_passing"]),
-         r"runs in halo mode 'layerwise' \(3 message-passing layers\)"),
+        ("graph-partition model", dict(ok, model=models["message_passing"], keywords=" halo gp"),
+         r"runs in halo mode 'gp' \(graph partition\), which this version"),
+        ("exchange op called by a model in halo mode deep", dict(ok, model=models["calls_ops"], keywords=" halo deep"),
+         r"torch\.ops\.nvalchemi\.refresh_neighbors was called outside a pair_style nvalchemi evaluation"),
         ("multi-layer model in halo mode local", dict(ok, model=models["local_multilayer"]),
          r"has 2 message-passing layers but runs in halo mode 'local'"),
         ("halo override to a mode without exchange", dict(ok, model=models["message_passing"], keywords=" halo local"),
@@ -129,7 +143,7 @@ def main():
                 f.write(BASE.format(**fields))
             proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=120)
             output = proc.stdout + proc.stderr
-            found = re.search(r"ERROR.*" + expected, output)
+            found = re.search(r"ERROR.*" + expected, output, re.DOTALL)
             status = "ok" if proc.returncode != 0 and found else "FAIL"
             print(f"{status:4s} {name}: exit {proc.returncode}")
             if status != "ok":

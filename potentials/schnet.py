@@ -1,0 +1,123 @@
+"""A SchNet-style message-passing reference model (continuous-filter convolutions with a smooth
+cutoff), float64, with fixed pseudo-random weights, built twice from the same weights:
+
+  layerwise  refreshes ghost rows from their owners between layers
+             (torch.ops.nvalchemi.refresh_neighbors): halo mode layerwise
+  deep       never calls the exchange ops: halo mode deep (ghost shell of L cutoffs)
+
+Both compute all geometry from edge_vectors, so `reference()` below evaluates either on a whole
+periodic cell in one process, with explicit periodic images: the plain-PyTorch oracle.
+
+    python potentials/schnet.py <output dir>     # writes schnet_layerwise.pt, schnet_deep.pt
+"""
+
+import itertools
+import math
+import os
+import sys
+from typing import Dict
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_export import save_model  # noqa: E402
+
+CUTOFF = 2.5
+LAYERS = 3
+FEATURES = 16
+BASIS = 12
+SPECIES = [18]  # Ar
+
+
+class SchNet(torch.nn.Module):
+    def __init__(self, layerwise: bool, seed: int = 20261129):
+        super().__init__()
+        self.layerwise = layerwise
+        self.cutoff = CUTOFF
+        self.layers = LAYERS
+        g = torch.Generator().manual_seed(seed)
+
+        def weight(*shape, fan_in, scale=1.0):
+            return torch.nn.Parameter(scale * torch.randn(*shape, generator=g, dtype=torch.float64)
+                                      / math.sqrt(fan_in))
+
+        self.embedding = weight(119, FEATURES, fan_in=1)
+        self.centers = torch.linspace(0.8, CUTOFF, BASIS, dtype=torch.float64)
+        self.filter1 = weight(LAYERS, BASIS, FEATURES, fan_in=BASIS)
+        self.filter2 = weight(LAYERS, FEATURES, FEATURES, fan_in=FEATURES)
+        self.update = weight(LAYERS, FEATURES, FEATURES, fan_in=FEATURES)
+        self.readout = weight(FEATURES, 1, fan_in=FEATURES, scale=0.1)
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        edge_vectors = inputs["edge_vectors"]
+        senders = inputs["neighbor_list"][:, 0]
+        receivers = inputs["neighbor_list"][:, 1]
+        r = torch.sqrt((edge_vectors * edge_vectors).sum(dim=1))
+        # smooth cutoff: value and slope vanish at the cutoff
+        envelope = 0.5 * (torch.cos(math.pi * r / self.cutoff) + 1.0)
+        envelope = envelope * envelope
+        basis = torch.exp(-4.0 * (r.unsqueeze(1) - self.centers.unsqueeze(0)) ** 2) * envelope.unsqueeze(1)
+        h = self.embedding[inputs["atomic_numbers"]]
+        for layer in range(self.layers):
+            if self.layerwise and layer > 0:
+                h = torch.ops.nvalchemi.refresh_neighbors(h)
+            w = torch.tanh(basis @ self.filter1[layer]) @ self.filter2[layer]
+            messages = torch.zeros_like(h).index_add(0, receivers, h[senders] * w)
+            h = h + torch.tanh(messages @ self.update[layer])
+        atomic_energies = (h @ self.readout).squeeze(1)
+        return {"atomic_energies": atomic_energies}
+
+
+def build(outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    for name, layerwise, spec in (
+            ("schnet_layerwise.pt", True, {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS,
+                                           "exchange_feature_width": FEATURES}),
+            ("schnet_deep.pt", False, {"preset": "SPEC_MPNN_HALO", "halo": "deep",
+                                       "num_message_passing_layers": LAYERS})):
+        save_model(SchNet(layerwise), os.path.join(outdir, name), cutoff=CUTOFF, species=SPECIES,
+                   units="lj", spec=spec)
+
+
+def reference(model: torch.nn.Module, positions, atomic_numbers, cell):
+    """Energy, forces and virial of the whole periodic cell in one process: edges to every
+    periodic image within the cutoff (the cell must be at least 2 cutoffs wide in each
+    direction for the image search below). Virial W = sum r (x) f, LAMMPS order."""
+    positions = positions.clone().requires_grad_(True)
+    n = positions.shape[0]
+    reach = [int(math.ceil(CUTOFF / h)) for h in _heights(cell)]
+    senders, receivers, shifts = [], [], []
+    for image in itertools.product(*(range(-k, k + 1) for k in reach)):
+        shift = torch.tensor(image, dtype=torch.float64) @ cell
+        d = positions.detach().unsqueeze(1) - (positions.detach().unsqueeze(0) + shift)  # [recv, send]
+        close = (d * d).sum(-1) < CUTOFF * CUTOFF
+        if image == (0, 0, 0):
+            close.fill_diagonal_(False)
+        recv, send = close.nonzero(as_tuple=True)
+        receivers.append(recv)
+        senders.append(send)
+        shifts.append(shift.expand(recv.shape[0], 3))
+    senders, receivers, shifts = torch.cat(senders), torch.cat(receivers), torch.cat(shifts)
+    edge_vectors = positions[receivers] - (positions[senders] + shifts)
+    inputs = {"positions": positions, "atomic_numbers": atomic_numbers,
+              "neighbor_list": torch.stack([senders, receivers], dim=1), "edge_vectors": edge_vectors,
+              "cell": cell.view(1, 3, 3), "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n)}
+    energies = model(inputs)["atomic_energies"]
+    energy = energies.sum()
+    edge_grad, pos_grad = torch.autograd.grad(energy, [edge_vectors, positions])
+    forces = -pos_grad
+    w = -(edge_vectors.detach().unsqueeze(2) * edge_grad.unsqueeze(1)).sum(0)
+    virial = torch.stack([w[0, 0], w[1, 1], w[2, 2], w[0, 1], w[0, 2], w[1, 2]])
+    return energy.detach(), forces, virial, energies.detach()
+
+
+def _heights(cell):
+    volume = torch.linalg.det(cell).abs()
+    a, b, c = cell
+    return [float(volume / torch.linalg.cross(b, c).norm()), float(volume / torch.linalg.cross(c, a).norm()),
+            float(volume / torch.linalg.cross(a, b).norm())]
+
+
+if __name__ == "__main__":
+    build(sys.argv[1])

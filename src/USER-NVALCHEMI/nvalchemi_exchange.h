@@ -1,0 +1,49 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: what the exchange ops (torch.ops.nvalchemi.*) need from
+   the domain decomposition. The pair style implements it with LAMMPS'
+   forward/reverse communication; tests can implement it with a double.
+   Plain C++17: no LAMMPS classes, no LibTorch.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_EXCHANGE_H
+#define LMP_NVALCHEMI_EXCHANGE_H
+
+#include <cstdint>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // Rows are the model's atom rows: owned rows [0, num_owned()), then ghost rows up to
+  // num_rows(). All data is row-major with `width` values per row, in double precision.
+  // Every call is collective: all ranks make the same calls in the same order.
+  class Exchanger {
+   public:
+    virtual ~Exchanger() = default;
+    virtual int64_t num_rows() const = 0;
+    virtual int64_t num_owned() const = 0;
+    // ghost rows take the values of their owners' rows (owned rows unchanged)
+    virtual void refresh(double *rows, int width) = 0;
+    // ghost rows' values are added into their owners' rows (ghost rows unchanged)
+    virtual void sum_into_owners(double *rows, int width) = 0;
+    // element-wise sum over all ranks, in place
+    virtual void sum_over_ranks(double *values, int n) = 0;
+  };
+
+  // The exchanger the ops use while a model runs; none outside a model call. Installed by
+  // TorchModel::evaluate for the duration of one forward and backward pass.
+  Exchanger *current_exchanger();
+  void set_current_exchanger(Exchanger *exchanger);
+
+  // Names of the exchange ops, as a model calls them: torch.ops.nvalchemi.<name>.
+  static constexpr const char *OP_REFRESH_NEIGHBORS = "refresh_neighbors";
+  static constexpr const char *OP_SCATTER_TO_OWNERS = "scatter_to_owners";
+  static constexpr const char *OP_SYSTEM_SUM = "system_sum";
+
+  // system_sum scopes: OWNED sums over all ranks (replicated result), LOCAL this rank's part
+  static constexpr int64_t SCOPE_LOCAL = 0;
+  static constexpr int64_t SCOPE_OWNED = 1;
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

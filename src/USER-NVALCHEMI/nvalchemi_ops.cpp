@@ -1,0 +1,153 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: the exchange ops torch.ops.nvalchemi.{refresh_neighbors,
+   scatter_to_owners, system_sum} and their autograd, on top of the current
+   Exchanger (LibTorch translation unit; no LAMMPS).
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_exchange.h"
+#include "nvalchemi_ops.h"
+
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/script.h>
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  namespace {
+    Exchanger *active = nullptr;
+
+    using torch::autograd::AutogradContext;
+    using torch::autograd::variable_list;
+
+    Exchanger &exchanger(const char *op)
+    {
+      if (!active)
+        throw std::runtime_error(std::string("torch.ops.nvalchemi.") + op +
+                                 " was called outside a pair_style nvalchemi evaluation that "
+                                 "allows exchange (halo mode 'layerwise')");
+      return *active;
+    }
+
+    // `x` [rows, ...] as a double buffer of `width` values per row, transformed by `fn`, back
+    // in x's dtype
+    template <typename F> torch::Tensor on_rows(const torch::Tensor &x, const char *op, F &&fn)
+    {
+      Exchanger &ex = exchanger(op);
+      if (x.dim() < 1 || x.size(0) != ex.num_rows())
+        throw std::runtime_error(std::string("torch.ops.nvalchemi.") + op +
+                                 " expects one row per atom (" + std::to_string(ex.num_rows()) +
+                                 "), got a tensor of " + std::to_string(x.dim() ? x.size(0) : 0) +
+                                 " rows");
+      int64_t width = 1;
+      for (int64_t d = 1; d < x.dim(); ++d) width *= x.size(d);
+      auto buffer = x.detach().to(torch::kFloat64, false, /*copy=*/true).contiguous();
+      fn(ex, buffer.data_ptr<double>(), static_cast<int>(width));
+      return buffer.to(x.scalar_type());
+    }
+
+    void zero_ghost_rows(Exchanger &ex, double *rows, int width)
+    {
+      std::fill(rows + ex.num_owned() * width, rows + ex.num_rows() * width, 0.0);
+    }
+
+    // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
+    // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
+    struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
+      static torch::Tensor forward(AutogradContext *, torch::Tensor x)
+      {
+        return on_rows(x, OP_REFRESH_NEIGHBORS,
+                       [](Exchanger &ex, double *rows, int width) { ex.refresh(rows, width); });
+      }
+      static variable_list backward(AutogradContext *, variable_list grad)
+      {
+        return {on_rows(grad[0], OP_REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
+          ex.sum_into_owners(rows, width);
+          zero_ghost_rows(ex, rows, width);
+        })};
+      }
+    };
+
+    // ghost-row partials summed into their owners, then every ghost row refreshed; the
+    // operation is its own adjoint
+    void scatter_then_refresh(Exchanger &ex, double *rows, int width)
+    {
+      ex.sum_into_owners(rows, width);
+      ex.refresh(rows, width);
+    }
+
+    struct ScatterToOwners : torch::autograd::Function<ScatterToOwners> {
+      static torch::Tensor forward(AutogradContext *, torch::Tensor x)
+      {
+        return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh);
+      }
+      static variable_list backward(AutogradContext *, variable_list grad)
+      {
+        return {on_rows(grad[0], OP_SCATTER_TO_OWNERS, scatter_then_refresh)};
+      }
+    };
+
+    torch::Tensor sum_over_ranks(const torch::Tensor &x, const char *op)
+    {
+      auto buffer = x.detach().to(torch::kFloat64, false, /*copy=*/true).contiguous();
+      exchanger(op).sum_over_ranks(buffer.data_ptr<double>(), static_cast<int>(buffer.numel()));
+      return buffer.to(x.scalar_type());
+    }
+
+    // sum over owned rows; scope OWNED also over ranks (every rank gets the total). Backward:
+    // each owned row receives the gradient of the sum, all-reduced for OWNED because every
+    // rank's share of the loss depends on the replicated total.
+    struct SystemSum : torch::autograd::Function<SystemSum> {
+      static torch::Tensor forward(AutogradContext *ctx, torch::Tensor values, int64_t scope)
+      {
+        Exchanger &ex = exchanger(OP_SYSTEM_SUM);
+        if (values.dim() < 1 || values.size(0) != ex.num_rows())
+          throw std::runtime_error("torch.ops.nvalchemi.system_sum expects one row per atom (" +
+                                   std::to_string(ex.num_rows()) + ")");
+        if (scope != SCOPE_LOCAL && scope != SCOPE_OWNED)
+          throw std::runtime_error("torch.ops.nvalchemi.system_sum: scope must be 0 (LOCAL) or 1 (OWNED)");
+        ctx->saved_data["scope"] = scope;
+        ctx->saved_data["sizes"] = values.sizes().vec();
+        auto local = values.detach().narrow(0, 0, ex.num_owned()).sum(0);
+        return scope == SCOPE_OWNED ? sum_over_ranks(local, OP_SYSTEM_SUM) : local;
+      }
+      static variable_list backward(AutogradContext *ctx, variable_list grad)
+      {
+        Exchanger &ex = exchanger(OP_SYSTEM_SUM);
+        auto g = grad[0];
+        if (ctx->saved_data["scope"].toInt() == SCOPE_OWNED) g = sum_over_ranks(g, OP_SYSTEM_SUM);
+        auto result = torch::zeros(ctx->saved_data["sizes"].toIntVector(), g.options());
+        result.narrow(0, 0, ex.num_owned()).copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, ex.num_owned())));
+        return {result, torch::Tensor()};
+      }
+    };
+
+    torch::Tensor refresh_neighbors(const torch::Tensor &x) { return RefreshNeighbors::apply(x); }
+    torch::Tensor scatter_to_owners(const torch::Tensor &x) { return ScatterToOwners::apply(x); }
+    torch::Tensor system_sum(const torch::Tensor &values, int64_t scope)
+    {
+      return SystemSum::apply(values, scope);
+    }
+  }    // namespace
+
+  Exchanger *current_exchanger() { return active; }
+  void set_current_exchanger(Exchanger *exchanger) { active = exchanger; }
+
+  void register_exchange_ops()
+  {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      // another copy of the package in this process (built-in and plugin) may have done it
+      if (c10::Dispatcher::singleton().findSchema({"nvalchemi::refresh_neighbors", ""})) return;
+      static torch::Library library(torch::Library::DEF, "nvalchemi", std::nullopt, __FILE__, __LINE__);
+      library.def("refresh_neighbors(Tensor x) -> Tensor", refresh_neighbors);
+      library.def("scatter_to_owners(Tensor x) -> Tensor", scatter_to_owners);
+      library.def("system_sum(Tensor values, int scope) -> Tensor", system_sum);
+    });
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

@@ -1,0 +1,158 @@
+"""Message passing across ranks: the 3-layer SchNet-style reference model (potentials/schnet.py)
+in halo mode layerwise (exchange ops between layers) or deep (ghost shell of 3 cutoffs).
+
+After `run 0`, energy, every atom's force, the global virial and per-atom energies must equal
+(a) the plain-PyTorch oracle (the saved model evaluated in one process on the whole periodic
+cell, schnet.reference, whose forces are autograd of a single-process energy) and (b) the same
+model on 1 rank, to --tol relative. With --steps N it also runs N NVE steps (model overlaid on
+lj/cut, so atoms keep their distance) on 1 rank and on the tested ranks, and compares positions
+(to --trajectory-tol).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+# The oracle must be bitwise reproducible: MKL otherwise picks its GEMM code path and thread
+# count by machine load, which moved this model's energy by 1.7e-12 relative between runs.
+os.environ["MKL_DYNAMIC"] = "FALSE"
+os.environ["MKL_CBWR"] = "COMPATIBLE"
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from harness import make_system, relative_difference, run_snapshots, snapshot_commands  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
+import nvalchemi_ops  # noqa: E402,F401  (single-process torch.ops.nvalchemi for the oracle)
+import schnet  # noqa: E402
+
+DUMP_COLUMNS = "id type xu yu zu fx fy fz c_pe"
+GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]", "vol",
+           "lx", "ly", "lz", "xy", "xz", "yz"]
+
+INPUT = """units lj
+atom_style atomic
+atom_modify map array
+{comm}
+read_data {data}
+{balance}
+{pair}
+neighbor 0.3 bin
+neigh_modify every 1 delay 0 check yes
+timestep 0.005
+fix integrate all nve
+compute pe all pe/atom
+compute vir all pressure NULL virial
+thermo_style custom step pe c_vir[*]
+thermo_modify norm no
+"""
+
+
+def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj):
+    model = args.layerwise_model if args.mode == "layerwise" else args.deep_model
+    if with_lj:
+        pair = (f"pair_style hybrid/overlay nvalchemi {model} lj/cut 2.5\n"
+                "pair_coeff * * nvalchemi Ar Ar\npair_coeff * * lj/cut 1.0 1.0")
+    else:
+        pair = f"pair_style nvalchemi {model}\npair_coeff * * Ar Ar"
+    comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
+    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "", pair=pair)
+    text += snapshot_commands(steps, DUMP_COLUMNS, GLOBALS)
+    snaps, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, steps)
+    return snaps, log
+
+
+def unpack(snapshot):
+    atoms, g = snapshot
+    lx, ly, lz, xy, xz, yz = g[8:14]
+    return {"types": atoms[:, 1].astype(int), "positions": atoms[:, 2:5], "forces": atoms[:, 5:8],
+            "atomic_energies": atoms[:, 8], "energy": g[0:1], "virial": g[1:7] * g[7],
+            "cell": np.array([[lx, 0, 0], [xy, ly, 0], [xz, yz, lz]])}
+
+
+def oracle(model_file, state):
+    torch.set_num_threads(1)
+    model = torch.jit.load(model_file)
+    positions = torch.tensor(state["positions"], dtype=torch.float64)
+    numbers = torch.full((positions.shape[0],), 18, dtype=torch.int64)
+    energy, forces, virial, energies = schnet.reference(model, positions, numbers,
+                                                        torch.tensor(state["cell"], dtype=torch.float64))
+    return {"energy": energy.numpy().reshape(1), "forces": forces.detach().numpy(),
+            "virial": virial.detach().numpy(), "atomic_energies": energies.numpy()}
+
+
+class _kept:
+    def __init__(self, path):
+        os.makedirs(path)
+        self.path = path
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        return False
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--layerwise-model", required=True)
+    parser.add_argument("--deep-model", required=True)
+    parser.add_argument("--mode", choices=("layerwise", "deep"), required=True)
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
+    parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
+    parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
+    parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
+    parser.add_argument("--steps", type=int, default=0, help="NVE trajectory length to compare (0: none)")
+    parser.add_argument("--tol", type=float, default=1e-10)
+    parser.add_argument("--trajectory-tol", type=float, default=1e-8)
+    parser.add_argument("--keep", default="", help="work in this (new) directory and keep it")
+    args = parser.parse_args()
+
+    failures, worst = [], 0.0
+
+    def check(name, value, bound):
+        nonlocal worst
+        worst = max(worst, value)
+        ok = value <= bound
+        print(f"{name:55s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"{name} = {value:.3e}")
+
+    model_file = args.layerwise_model if args.mode == "layerwise" else args.deep_model
+    label = f"{args.mode}.np{args.np}" + (".tiled" if args.tiled else "")
+    with (tempfile.TemporaryDirectory(prefix="nvalchemi-mp-") if not args.keep else _kept(args.keep)) as workdir:
+        data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
+        single_snaps, _ = lammps_run(args, workdir, "np1", 1, (1, 1, 1), False, data, [0], False)
+        tested_snaps, log = lammps_run(args, workdir, label, args.np, args.grid, args.tiled, data, [0], False)
+        single, tested = unpack(single_snaps[0]), unpack(tested_snaps[0])
+        reference = oracle(model_file, single)
+        for key in ("energy", "forces", "virial", "atomic_energies"):
+            check(f"{key} vs plain-PyTorch oracle", relative_difference(tested[key], reference[key]), args.tol)
+            check(f"{key} vs nvalchemi np1", relative_difference(tested[key], single[key]), args.tol)
+        if args.mode == "deep" and "halo mode deep raises the ghost cutoff" not in log:
+            failures.append("the deep run did not report its raised ghost cutoff")
+        if args.steps:
+            steps = [0, args.steps]
+            one, _ = lammps_run(args, workdir, "traj.np1", 1, (1, 1, 1), False, data, steps, True)
+            many, _ = lammps_run(args, workdir, f"traj.{label}", args.np, args.grid, args.tiled, data, steps, True)
+            a, b = unpack(one[args.steps]), unpack(many[args.steps])
+            moved = float(np.max(np.abs(a["positions"] - unpack(one[0])["positions"])))
+            print(f"largest displacement over {args.steps} steps: {moved:.3f}")
+            check(f"positions after {args.steps} steps, np{args.np} vs np1 (max abs)",
+                  float(np.max(np.abs(b["positions"] - a["positions"]))), args.trajectory_tol)
+
+    print("PARITY " + json.dumps({"test": "mp", "mode": args.mode, "np": args.np, "grid": args.grid,
+                                  "tiled": args.tiled, "box": args.box, "system": args.system,
+                                  "max_relative_difference": worst}))
+    if failures:
+        sys.exit("FAIL:\n  " + "\n  ".join(failures))
+
+
+if __name__ == "__main__":
+    main()
