@@ -51,8 +51,14 @@ thermo_modify norm no
 """
 
 
+def model_file(args):
+    if args.model:
+        return args.model
+    return args.layerwise_model if args.mode == "layerwise" else args.deep_model
+
+
 def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj):
-    model = args.layerwise_model if args.mode == "layerwise" else args.deep_model
+    model = model_file(args)
     if with_lj:
         pair = (f"pair_style hybrid/overlay nvalchemi {model} lj/cut 2.5\n"
                 "pair_coeff * * nvalchemi Ar Ar\npair_coeff * * lj/cut 1.0 1.0")
@@ -73,15 +79,29 @@ def unpack(snapshot):
             "cell": np.array([[lx, 0, 0], [xy, ly, 0], [xz, yz, lz]])}
 
 
-def oracle(model_file, state):
+def oracle(model_path, state, positions=None):
     torch.set_num_threads(1)
-    model = torch.jit.load(model_file)
-    positions = torch.tensor(state["positions"], dtype=torch.float64)
+    model = torch.jit.load(model_path)
+    positions = torch.tensor(state["positions"] if positions is None else positions, dtype=torch.float64)
     numbers = torch.full((positions.shape[0],), 18, dtype=torch.int64)
     energy, forces, virial, energies = schnet.reference(model, positions, numbers,
                                                         torch.tensor(state["cell"], dtype=torch.float64))
     return {"energy": energy.numpy().reshape(1), "forces": forces.detach().numpy(),
             "virial": virial.detach().numpy(), "atomic_energies": energies.numpy()}
+
+
+def finite_difference_forces(model_path, state, count, h=1e-5):
+    """-dE/dx by central differences of the single-process energy, for `count` force components."""
+    rng = np.random.default_rng(7)
+    picks = [(int(rng.integers(len(state["positions"]))), int(rng.integers(3))) for _ in range(count)]
+    forces = []
+    for atom, dim in picks:
+        plus, minus = state["positions"].copy(), state["positions"].copy()
+        plus[atom, dim] += h
+        minus[atom, dim] -= h
+        de = oracle(model_path, state, plus)["energy"][0] - oracle(model_path, state, minus)["energy"][0]
+        forces.append(-de / (2 * h))
+    return picks, np.array(forces)
 
 
 class _kept:
@@ -112,29 +132,36 @@ def main():
     parser.add_argument("--tol", type=float, default=1e-10)
     parser.add_argument("--trajectory-tol", type=float, default=1e-8)
     parser.add_argument("--keep", default="", help="work in this (new) directory and keep it")
+    parser.add_argument("--model", default="", help="run this model instead of the SchNet build of --mode")
+    parser.add_argument("--fd", type=int, default=0,
+                        help="also compare this many force components with finite differences")
     args = parser.parse_args()
 
     failures, worst = [], 0.0
 
-    def check(name, value, bound):
+    def check(name, value, bound, parity=True):
         nonlocal worst
-        worst = max(worst, value)
+        if parity:  # finite differences carry their own truncation error
+            worst = max(worst, value)
         ok = value <= bound
         print(f"{name:55s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
         if not ok:
             failures.append(f"{name} = {value:.3e}")
 
-    model_file = args.layerwise_model if args.mode == "layerwise" else args.deep_model
     label = f"{args.mode}.np{args.np}" + (".tiled" if args.tiled else "")
     with (tempfile.TemporaryDirectory(prefix="nvalchemi-mp-") if not args.keep else _kept(args.keep)) as workdir:
         data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
         single_snaps, _ = lammps_run(args, workdir, "np1", 1, (1, 1, 1), False, data, [0], False)
         tested_snaps, log = lammps_run(args, workdir, label, args.np, args.grid, args.tiled, data, [0], False)
         single, tested = unpack(single_snaps[0]), unpack(tested_snaps[0])
-        reference = oracle(model_file, single)
+        reference = oracle(model_file(args), single)
         for key in ("energy", "forces", "virial", "atomic_energies"):
             check(f"{key} vs plain-PyTorch oracle", relative_difference(tested[key], reference[key]), args.tol)
             check(f"{key} vs nvalchemi np1", relative_difference(tested[key], single[key]), args.tol)
+        if args.fd:
+            picks, fd = finite_difference_forces(model_file(args), single, args.fd)
+            lammps = np.array([tested["forces"][atom, dim] for atom, dim in picks])
+            check(f"{args.fd} forces on {args.np} ranks vs finite differences", relative_difference(lammps, fd), 1e-7, parity=False)
         if args.mode == "deep" and "halo mode deep raises the ghost cutoff" not in log:
             failures.append("the deep run did not report its raised ghost cutoff")
         if args.steps:

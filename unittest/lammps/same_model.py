@@ -9,6 +9,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
+import nvalchemi_ops  # noqa: E402,F401  (message-passing models call torch.ops.nvalchemi)
 from nvalchemi_export import read_metadata  # noqa: E402
 
 committed, regenerated = sys.argv[1], sys.argv[2]

@@ -1,6 +1,14 @@
-"""Test models for the MLIPSpec consolidation tests (written by the build, not committed).
+"""Test models for the MLIPSpec and exchange-op tests (written by the build, not committed).
 
     python unittest/lammps/spec_models.py <output dir>
+
+exchange_probe.pt: an energy built to use every exchange op, so that their backward passes
+decide the forces (halo mode layerwise):
+
+  c   = scatter_to_owners(edge partials w/2 on both rows)    full coordination, ghosts refreshed
+  h   = refresh_neighbors(tanh(c))                           a second hop through ghost rows
+  S   = system_sum(c, OWNED), N = system_sum(1, OWNED)       replicated totals
+  e_i = sum over edges into i of w * h_sender + 0.3 c_i^2 + 0.05 S^2 / N   (owned rows)
 
 lj_probe.pt: Lennard-Jones (potentials/lennard_jones.py) plus extra outputs, one for each
 kind x reduce combination, each with a value that is easy to reason about:
@@ -29,6 +37,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
 from lennard_jones import LennardJones  # noqa: E402
+import nvalchemi_ops  # noqa: E402,F401  (torch.ops.nvalchemi for scripting)
 from nvalchemi_export import save_model  # noqa: E402
 
 PROBE_OUTPUTS = {
@@ -77,12 +86,33 @@ class Probe(torch.nn.Module):
         return outputs
 
 
+class ExchangeProbe(torch.nn.Module):
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        edge_vectors = inputs["edge_vectors"]
+        senders = inputs["neighbor_list"][:, 0]
+        receivers = inputs["neighbor_list"][:, 1]
+        n = inputs["positions"].shape[0]
+        n_owned = int(inputs["n_owned"])
+        r2 = (edge_vectors * edge_vectors).sum(dim=1)
+        w = torch.exp(-r2) * (1.0 - r2 / 6.25) ** 2  # smooth at the 2.5 cutoff
+        zeros = torch.zeros(n, dtype=edge_vectors.dtype)
+        c = torch.ops.nvalchemi.scatter_to_owners(zeros.index_add(0, receivers, 0.5 * w).index_add(0, senders, 0.5 * w))
+        h = torch.ops.nvalchemi.refresh_neighbors(torch.tanh(c))
+        total = torch.ops.nvalchemi.system_sum(c, 1)
+        count = torch.ops.nvalchemi.system_sum(torch.ones(n, dtype=edge_vectors.dtype), 1)
+        e = zeros.index_add(0, receivers, w * h[senders]) + 0.3 * c * c + 0.05 * total * total / count
+        owned = (torch.arange(n) < n_owned).to(e.dtype)
+        return {"atomic_energies": e * owned}
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     spec = {"preset": "SPEC_LJ_HALO",
             "outputs": {name: {"kind": kind, "reduce": reduce} for name, (kind, reduce) in PROBE_OUTPUTS.items()}}
     save_model(Probe(), os.path.join(outdir, "lj_probe.pt"), cutoff=2.5, species=[18], units="lj", spec=spec)
+    save_model(ExchangeProbe(), os.path.join(outdir, "exchange_probe.pt"), cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
 
 
 if __name__ == "__main__":

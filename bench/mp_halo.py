@@ -1,0 +1,84 @@
+"""Layerwise vs deep halo for the 3-layer SchNet-style model (potentials/schnet.py), measured in
+one run on the same systems and ranks.
+
+    build/venv/bin/python bench/mp_halo.py --lmp build/lammps/lmp --models build/nvalchemi/potentials
+
+Prints one JSON object per (atoms, ranks, mode): time per step (LAMMPS "Loop time"), rows per
+rank (owned + ghost atoms the model processes: Nlocal + Nghost, averaged over ranks), peak
+resident memory of the largest rank (LibTorch included), and the total energy, which must be
+the same in both modes. CPU timings of a shared machine: compare ratios within one run.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
+from harness import run_lammps  # noqa: E402
+
+INPUT = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 {cells} 0 {cells} 0 {cells}
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.5 87287 loop geom
+pair_style nvalchemi {model}
+pair_coeff * * Ar
+neighbor 0.3 bin
+fix 1 all nve
+thermo_style custom step pe
+thermo_modify norm no format float %.15g
+run 0
+run {steps}
+"""
+
+
+def measure(args, mode, cells, ranks, workdir):
+    rundir = tempfile.mkdtemp(dir=workdir)
+    model = os.path.abspath(os.path.join(args.models, f"schnet_{mode}.pt"))
+    with open(os.path.join(rundir, "in.bench"), "w") as f:
+        f.write(INPUT.format(cells=cells, steps=args.steps, model=model))
+    proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600,
+                      wrapper=["/usr/bin/time", "-f", "PEAK_RSS_KB %M"])
+    if proc.returncode != 0:
+        sys.exit(f"{mode} run failed:\n{proc.stdout[-3000:]}")
+    out = proc.stdout
+    seconds, steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", out)[-1]
+    nlocal = float(re.findall(r"Nlocal:\s+([\d.eE+-]+) ave", out)[-1])
+    nghost = float(re.findall(r"Nghost:\s+([\d.eE+-]+) ave", out)[-1])
+    energy = float(re.findall(r"^\s+0\s+(\S+)\s*$", out, re.M)[0])
+    rss = max(int(kb) for kb in re.findall(r"PEAK_RSS_KB (\d+)", proc.stderr)) / 1024
+    return {"s_per_step": float(seconds) / int(steps), "rows_per_rank": nlocal + nghost,
+            "owned_per_rank": nlocal, "peak_rss_mb": rss, "energy_step0": energy}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--models", required=True, help="folder with schnet_layerwise.pt and schnet_deep.pt")
+    parser.add_argument("--cells", type=int, nargs="+", default=[10, 16], help="fcc cells per edge (4 atoms each)")
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-bench-") as workdir:
+        for cells in args.cells:
+            for ranks in args.ranks:
+                result = {mode: measure(args, mode, cells, ranks, workdir) for mode in ("layerwise", "deep")}
+                for mode, r in result.items():
+                    print(json.dumps({"benchmark": "mp_halo", "atoms": 4 * cells ** 3, "ranks": ranks, "mode": mode,
+                                      "steps": args.steps, **r}), flush=True)
+                print(json.dumps({"benchmark": "mp_halo", "atoms": 4 * cells ** 3, "ranks": ranks,
+                                  "speedup_layerwise_over_deep": result["deep"]["s_per_step"] / result["layerwise"]["s_per_step"],
+                                  "rows_deep_over_layerwise": result["deep"]["rows_per_rank"] / result["layerwise"]["rows_per_rank"],
+                                  "energy_relative_difference": abs(result["deep"]["energy_step0"] - result["layerwise"]["energy_step0"])
+                                  / abs(result["layerwise"]["energy_step0"])}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
