@@ -30,7 +30,8 @@ using namespace LAMMPS_NS;
 ComputeNVAlchemiAtom::ComputeNVAlchemiAtom(LAMMPS *lmp, int narg, char **arg) :
     Compute(lmp, narg, arg), output(nullptr), width(1), nmax(0), pair(nullptr)
 {
-  if (narg < 4 || narg > 5) error->all(FLERR, "Usage: compute ID group nvalchemi/atom <output> [width]");
+  if (narg < 4 || narg > 5)
+    error->all(FLERR, "Usage: compute ID group nvalchemi/atom <output> [width]");
   output = utils::strdup(arg[3]);
   if (narg == 5) width = utils::inumeric(FLERR, arg[4], false, lmp);
   if (width < 1) error->all(FLERR, 4, "compute nvalchemi/atom width must be at least 1");
@@ -54,8 +55,9 @@ void ComputeNVAlchemiAtom::init()
 {
   pair = dynamic_cast<PairNVAlchemi *>(force->pair_match("^nvalchemi", 0));
   if (!pair)
-    error->all(FLERR, Error::NOLASTLINE,
-               "compute nvalchemi/atom needs exactly one pair_style nvalchemi (alone or in a hybrid)");
+    error->all(
+        FLERR, Error::NOLASTLINE,
+        "compute nvalchemi/atom needs exactly one pair_style nvalchemi (alone or in a hybrid)");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -88,6 +90,4 @@ void ComputeNVAlchemiAtom::compute_peratom()
 /* ---------------------------------------------------------------------- */
 
 double ComputeNVAlchemiAtom::memory_usage()
-{
-  return static_cast<double>(nmax) * width * sizeof(double);
-}
+{ return static_cast<double>(nmax) * width * sizeof(double); }

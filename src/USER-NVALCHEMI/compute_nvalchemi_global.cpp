@@ -28,7 +28,8 @@ using namespace LAMMPS_NS;
 ComputeNVAlchemiGlobal::ComputeNVAlchemiGlobal(LAMMPS *lmp, int narg, char **arg) :
     Compute(lmp, narg, arg), output(nullptr), size(1), pair(nullptr)
 {
-  if (narg < 4 || narg > 5) error->all(FLERR, "Usage: compute ID group nvalchemi/global <output> [size]");
+  if (narg < 4 || narg > 5)
+    error->all(FLERR, "Usage: compute ID group nvalchemi/global <output> [size]");
   output = utils::strdup(arg[3]);
   if (narg == 5) size = utils::inumeric(FLERR, arg[4], false, lmp);
   if (size < 1) error->all(FLERR, 4, "compute nvalchemi/global size must be at least 1");

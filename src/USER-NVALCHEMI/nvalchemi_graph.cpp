@@ -29,7 +29,9 @@ namespace NVAlchemi {
     graph.edge_vectors.clear();
     if (atom_row.size() < static_cast<std::size_t>(atoms.nall)) atom_row.resize(atoms.nall);
 
-    const auto handled = [&](int i) { return atoms.atomic_number_of_type[atoms.type[i]] > 0; };
+    const auto handled = [&](int i) {
+      return atoms.atomic_number_of_type[atoms.type[i]] > 0;
+    };
     for (int i = 0; i < atoms.nall; ++i) atom_row[i] = -1;
     for (int i = 0; i < atoms.nlocal; ++i)
       if (handled(i)) add_row(atoms, i, graph, atom_row);

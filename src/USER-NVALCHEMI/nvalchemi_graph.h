@@ -14,9 +14,9 @@ namespace NVAlchemi {
   // What the graph is built from: this rank's atoms (owned [0, nlocal), then ghosts up to nall)
   // and a full neighbor list of the owned atoms. Plain arrays, so the builder needs no LAMMPS.
   struct AtomsView {
-    const double *const *x;           // positions [nall][3]; ghosts already image-shifted
-    const int *type;                  // LAMMPS atom types [nall]
-    const int *atomic_number_of_type; // [ntypes+1]; 0 marks a type the model does not handle
+    const double *const *x;              // positions [nall][3]; ghosts already image-shifted
+    const int *type;                     // LAMMPS atom types [nall]
+    const int *atomic_number_of_type;    // [ntypes+1]; 0 marks a type the model does not handle
     int nlocal;
     int nall;
   };
@@ -36,11 +36,11 @@ namespace NVAlchemi {
   // shorter than the cutoff.
   struct Graph {
     int n_owned = 0;
-    std::vector<int> row_atom;            // LAMMPS index of each row
-    std::vector<double> positions;        // [rows][3]
-    std::vector<int64_t> atomic_numbers;  // [rows]
-    std::vector<int64_t> edges;           // [edges][2]: sender row, receiver row
-    std::vector<double> edge_vectors;     // [edges][3]: r[receiver] - r[sender]
+    std::vector<int> row_atom;              // LAMMPS index of each row
+    std::vector<double> positions;          // [rows][3]
+    std::vector<int64_t> atomic_numbers;    // [rows]
+    std::vector<int64_t> edges;             // [edges][2]: sender row, receiver row
+    std::vector<double> edge_vectors;       // [edges][3]: r[receiver] - r[sender]
 
     int64_t num_rows() const { return static_cast<int64_t>(row_atom.size()); }
     int64_t num_edges() const { return static_cast<int64_t>(edges.size() / 2); }

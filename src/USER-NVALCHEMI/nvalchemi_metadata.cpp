@@ -35,9 +35,7 @@ namespace NVAlchemi {
     }
 
     [[noreturn]] void wrong_type(const char *key, const char *expected)
-    {
-      throw std::invalid_argument(std::string("key '") + key + "' must be " + expected);
-    }
+    { throw std::invalid_argument(std::string("key '") + key + "' must be " + expected); }
 
     std::string require_string(const json &obj, const char *key)
     {
@@ -64,8 +62,8 @@ namespace NVAlchemi {
     }
     if (!root.is_object()) throw std::invalid_argument("the top level must be a JSON object");
 
-    static const std::set<std::string> known = {"contract_version", "cutoff", "species",
-                                                "units", "dtype", "spec"};
+    static const std::set<std::string> known = {
+        "contract_version", "cutoff", "species", "units", "dtype", "spec"};
     for (const auto &item : root.items())
       if (!known.count(item.key())) throw std::invalid_argument("unknown key '" + item.key() + "'");
 
@@ -97,7 +95,8 @@ namespace NVAlchemi {
                                   meta.dtype + "\"");
 
     const json &spec = require(root, "spec");
-    if (!spec.is_object()) wrong_type("spec", "a JSON object (a preset name plus overrides, or a full spec)");
+    if (!spec.is_object())
+      wrong_type("spec", "a JSON object (a preset name plus overrides, or a full spec)");
     meta.spec = MLIPSpec::from_json(spec.dump());
     return meta;
   }
@@ -110,9 +109,7 @@ namespace NVAlchemi {
   }
 
   std::string element_symbol(int z)
-  {
-    return (z >= 1 && z <= NUM_ELEMENTS) ? ELEMENTS[z - 1] : "?";
-  }
+  { return (z >= 1 && z <= NUM_ELEMENTS) ? ELEMENTS[z - 1] : "?"; }
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -22,11 +22,11 @@ namespace NVAlchemi {
 
   struct ModelMetadata {
     int contract_version = 0;
-    double cutoff = 0.0;             // interaction cutoff, in the model's length unit
-    std::vector<int> species;        // atomic numbers the model knows
-    std::string units;               // LAMMPS unit style the model works in ("metal", ...)
-    std::string dtype;               // "float64" or "float32"
-    MLIPSpec spec;                   // the model's default spec (a preset plus overrides)
+    double cutoff = 0.0;         // interaction cutoff, in the model's length unit
+    std::vector<int> species;    // atomic numbers the model knows
+    std::string units;           // LAMMPS unit style the model works in ("metal", ...)
+    std::string dtype;           // "float64" or "float32"
+    MLIPSpec spec;               // the model's default spec (a preset plus overrides)
   };
 
   // Parses and checks the metadata JSON text; throws std::invalid_argument naming the offending

@@ -8,8 +8,8 @@
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_ops.h"
 
-#include <torch/csrc/autograd/autograd.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/script.h>
 
 #include <sstream>
@@ -65,14 +65,14 @@ namespace NVAlchemi {
 
   TorchModel::~TorchModel() = default;
 
-  const std::string &TorchModel::metadata_text() const { return impl->metadata; }
+  const std::string &TorchModel::metadata_text() const
+  { return impl->metadata; }
 
   void TorchModel::set_float64(bool float64)
-  {
-    impl->dtype = float64 ? torch::kFloat64 : torch::kFloat32;
-  }
+  { impl->dtype = float64 ? torch::kFloat64 : torch::kFloat32; }
 
-  void TorchModel::set_num_threads(int nthreads) { at::set_num_threads(nthreads); }
+  void TorchModel::set_num_threads(int nthreads)
+  { at::set_num_threads(nthreads); }
 
   void TorchModel::evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
                             Exchanger *exchanger, ModelOutputs &outputs)

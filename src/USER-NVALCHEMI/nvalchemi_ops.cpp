@@ -4,8 +4,8 @@
    Exchanger (LibTorch translation unit; no LAMMPS).
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_exchange.h"
 #include "nvalchemi_ops.h"
+#include "nvalchemi_exchange.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/script.h>
@@ -50,17 +50,16 @@ namespace NVAlchemi {
     }
 
     void zero_ghost_rows(Exchanger &ex, double *rows, int width)
-    {
-      std::fill(rows + ex.num_owned() * width, rows + ex.num_rows() * width, 0.0);
-    }
+    { std::fill(rows + ex.num_owned() * width, rows + ex.num_rows() * width, 0.0); }
 
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
     // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
     struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
       static torch::Tensor forward(AutogradContext *, torch::Tensor x)
       {
-        return on_rows(x, OP_REFRESH_NEIGHBORS,
-                       [](Exchanger &ex, double *rows, int width) { ex.refresh(rows, width); });
+        return on_rows(x, OP_REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
+          ex.refresh(rows, width);
+        });
       }
       static variable_list backward(AutogradContext *, variable_list grad)
       {
@@ -81,13 +80,9 @@ namespace NVAlchemi {
 
     struct ScatterToOwners : torch::autograd::Function<ScatterToOwners> {
       static torch::Tensor forward(AutogradContext *, torch::Tensor x)
-      {
-        return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh);
-      }
+      { return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh); }
       static variable_list backward(AutogradContext *, variable_list grad)
-      {
-        return {on_rows(grad[0], OP_SCATTER_TO_OWNERS, scatter_then_refresh)};
-      }
+      { return {on_rows(grad[0], OP_SCATTER_TO_OWNERS, scatter_then_refresh)}; }
     };
 
     torch::Tensor sum_over_ranks(const torch::Tensor &x, const char *op)
@@ -108,7 +103,8 @@ namespace NVAlchemi {
           throw std::runtime_error("torch.ops.nvalchemi.system_sum expects one row per atom (" +
                                    std::to_string(ex.num_rows()) + ")");
         if (scope != SCOPE_LOCAL && scope != SCOPE_OWNED)
-          throw std::runtime_error("torch.ops.nvalchemi.system_sum: scope must be 0 (LOCAL) or 1 (OWNED)");
+          throw std::runtime_error(
+              "torch.ops.nvalchemi.system_sum: scope must be 0 (LOCAL) or 1 (OWNED)");
         ctx->saved_data["scope"] = scope;
         ctx->saved_data["sizes"] = values.sizes().vec();
         auto local = values.detach().narrow(0, 0, ex.num_owned()).sum(0);
@@ -120,21 +116,24 @@ namespace NVAlchemi {
         auto g = grad[0];
         if (ctx->saved_data["scope"].toInt() == SCOPE_OWNED) g = sum_over_ranks(g, OP_SYSTEM_SUM);
         auto result = torch::zeros(ctx->saved_data["sizes"].toIntVector(), g.options());
-        result.narrow(0, 0, ex.num_owned()).copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, ex.num_owned())));
+        result.narrow(0, 0, ex.num_owned())
+            .copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, ex.num_owned())));
         return {result, torch::Tensor()};
       }
     };
 
-    torch::Tensor refresh_neighbors(const torch::Tensor &x) { return RefreshNeighbors::apply(x); }
-    torch::Tensor scatter_to_owners(const torch::Tensor &x) { return ScatterToOwners::apply(x); }
+    torch::Tensor refresh_neighbors(const torch::Tensor &x)
+    { return RefreshNeighbors::apply(x); }
+    torch::Tensor scatter_to_owners(const torch::Tensor &x)
+    { return ScatterToOwners::apply(x); }
     torch::Tensor system_sum(const torch::Tensor &values, int64_t scope)
-    {
-      return SystemSum::apply(values, scope);
-    }
+    { return SystemSum::apply(values, scope); }
   }    // namespace
 
-  Exchanger *current_exchanger() { return active; }
-  void set_current_exchanger(Exchanger *exchanger) { active = exchanger; }
+  Exchanger *current_exchanger()
+  { return active; }
+  void set_current_exchanger(Exchanger *exchanger)
+  { active = exchanger; }
 
   void register_exchange_ops()
   {
@@ -142,7 +141,8 @@ namespace NVAlchemi {
     std::call_once(once, [] {
       // another copy of the package in this process (built-in and plugin) may have done it
       if (c10::Dispatcher::singleton().findSchema({"nvalchemi::refresh_neighbors", ""})) return;
-      static torch::Library library(torch::Library::DEF, "nvalchemi", std::nullopt, __FILE__, __LINE__);
+      static torch::Library library(torch::Library::DEF, "nvalchemi", std::nullopt, __FILE__,
+                                    __LINE__);
       library.def("refresh_neighbors(Tensor x) -> Tensor", refresh_neighbors);
       library.def("scatter_to_owners(Tensor x) -> Tensor", scatter_to_owners);
       library.def("system_sum(Tensor values, int scope) -> Tensor", system_sum);

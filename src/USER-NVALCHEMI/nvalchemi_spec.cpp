@@ -51,25 +51,27 @@ namespace NVAlchemi {
         if (text == entry.second) return entry.first;
         valid += std::string(valid.empty() ? "" : ", ") + entry.second;
       }
-      throw std::invalid_argument("unknown " + std::string(what) + " '" + text + "' (valid: " +
-                                  valid + ")");
+      throw std::invalid_argument("unknown " + std::string(what) + " '" + text +
+                                  "' (valid: " + valid + ")");
     }
   }    // namespace
 
-  std::string to_string(OutputKind v) { return name_of(OUTPUT_KINDS, v); }
-  std::string to_string(Reduce v) { return name_of(REDUCES, v); }
-  std::string to_string(HaloMode v) { return name_of(HALO_MODES, v); }
-  std::string to_string(ForceStrategy v) { return name_of(FORCE_STRATEGIES, v); }
+  std::string to_string(OutputKind v)
+  { return name_of(OUTPUT_KINDS, v); }
+  std::string to_string(Reduce v)
+  { return name_of(REDUCES, v); }
+  std::string to_string(HaloMode v)
+  { return name_of(HALO_MODES, v); }
+  std::string to_string(ForceStrategy v)
+  { return name_of(FORCE_STRATEGIES, v); }
   OutputKind parse_output_kind(const std::string &s)
-  {
-    return parse_name(OUTPUT_KINDS, s, "output kind");
-  }
-  Reduce parse_reduce(const std::string &s) { return parse_name(REDUCES, s, "reduce"); }
-  HaloMode parse_halo_mode(const std::string &s) { return parse_name(HALO_MODES, s, "halo mode"); }
+  { return parse_name(OUTPUT_KINDS, s, "output kind"); }
+  Reduce parse_reduce(const std::string &s)
+  { return parse_name(REDUCES, s, "reduce"); }
+  HaloMode parse_halo_mode(const std::string &s)
+  { return parse_name(HALO_MODES, s, "halo mode"); }
   ForceStrategy parse_force_strategy(const std::string &s)
-  {
-    return parse_name(FORCE_STRATEGIES, s, "force strategy");
-  }
+  { return parse_name(FORCE_STRATEGIES, s, "force strategy"); }
 
   // ---- composition and defaults ----------------------------------------------------------
 
@@ -131,14 +133,10 @@ namespace NVAlchemi {
   }
 
   StrategyKind MLIPSpec::strategy() const
-  {
-    return halo == HaloMode::GP ? StrategyKind::GRAPH_PARTITION : StrategyKind::HALO;
-  }
+  { return halo == HaloMode::GP ? StrategyKind::GRAPH_PARTITION : StrategyKind::HALO; }
 
   bool MLIPSpec::needs_exchange() const
-  {
-    return halo == HaloMode::LAYERWISE || halo == HaloMode::GP;
-  }
+  { return halo == HaloMode::LAYERWISE || halo == HaloMode::GP; }
 
   // ---- presets -----------------------------------------------------------------------------
 
@@ -148,7 +146,8 @@ namespace NVAlchemi {
     const OutputSpec RANK_PARTIAL{OutputKind::PER_GRAPH, Reduce::ALL_REDUCE};
     const OutputSpec REPLICATED{OutputKind::PER_GRAPH, Reduce::NONE};
 
-    MLIPSpec make_preset(HaloMode halo, ForceStrategy forces, std::map<std::string, OutputSpec> outputs)
+    MLIPSpec make_preset(HaloMode halo, ForceStrategy forces,
+                         std::map<std::string, OutputSpec> outputs)
     {
       MLIPSpec spec;
       spec.halo = halo;
@@ -164,30 +163,40 @@ namespace NVAlchemi {
         const std::map<std::string, OutputSpec> energies = {{"atomic_energies", OWNED_NODE_VALUE},
                                                             {"energy", RANK_PARTIAL}};
         // strictly local pair-like models: one cutoff, no exchange
-        t.emplace_back("SPEC_LJ_HALO", make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
+        t.emplace_back(
+            "SPEC_LJ_HALO",
+            make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
         // message passing: ghost rows refreshed from their owners between layers
-        t.emplace_back("SPEC_MPNN_HALO", make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
+        t.emplace_back(
+            "SPEC_MPNN_HALO",
+            make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
         // message passing with the model's own forces; ghost-row force partials scattered home
         auto uma = energies;
         uma["forces"] = NODE_PARTIAL;
         uma["virial"] = RANK_PARTIAL;
         uma["atomic_virials"] = NODE_PARTIAL;
-        t.emplace_back("SPEC_UMA_HALO", make_preset(HaloMode::LAYERWISE, ForceStrategy::MODEL_INTERNAL, uma));
+        t.emplace_back("SPEC_UMA_HALO",
+                       make_preset(HaloMode::LAYERWISE, ForceStrategy::MODEL_INTERNAL, uma));
         // local real space plus reciprocal sums through system_sum: the energy is replicated on
         // every rank, forces come from each rank's E / nprocs share
         const std::map<std::string, OutputSpec> long_range = {{"atomic_energies", OWNED_NODE_VALUE},
                                                               {"energy", REPLICATED}};
-        t.emplace_back("SPEC_EWALD_HALO", make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range));
-        MLIPSpec pme = make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range);
+        t.emplace_back(
+            "SPEC_EWALD_HALO",
+            make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range));
+        MLIPSpec pme =
+            make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range);
         pme.compile.static_shapes = true;    // a fixed mesh
         t.emplace_back("SPEC_PME_HALO", pme);
         // two stages: coordination numbers refreshed to ghosts, then the energy
-        MLIPSpec d3 = make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
+        MLIPSpec d3 =
+            make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
         d3.num_message_passing_layers = 2;
         d3.exchange_feature_width = 1;
         t.emplace_back("SPEC_DFTD3_HALO", d3);
         // graph partition: no ghost compute, padded shapes
-        MLIPSpec gp = make_preset(HaloMode::GP, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
+        MLIPSpec gp =
+            make_preset(HaloMode::GP, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
         gp.compile.static_shapes = true;
         t.emplace_back("SPEC_MPNN_GP", gp);
         return t;
@@ -219,9 +228,7 @@ namespace NVAlchemi {
 
   namespace {
     [[noreturn]] void bad(const std::string &key, const std::string &what)
-    {
-      throw std::invalid_argument("spec key '" + key + "' " + what);
-    }
+    { throw std::invalid_argument("spec key '" + key + "' " + what); }
 
     void check_keys(const json &obj, const std::set<std::string> &known, const std::string &where)
     {
@@ -254,8 +261,10 @@ namespace NVAlchemi {
     // every key of `obj` except "preset" and "version", applied over `spec`
     void read_fields(const json &obj, MLIPSpec &spec)
     {
-      check_keys(obj, {"version", "preset", "outputs", "node_energy_key", "node_virial_key", "halo",
-                       "num_message_passing_layers", "exchange_feature_width", "compile"}, "");
+      check_keys(obj,
+                 {"version", "preset", "outputs", "node_energy_key", "node_virial_key", "halo",
+                  "num_message_passing_layers", "exchange_feature_width", "compile"},
+                 "");
       if (obj.contains("outputs")) {
         const json &outputs = obj.at("outputs");
         if (!outputs.is_object()) bad("outputs", "must be an object of {name: {kind, reduce}}");
@@ -271,8 +280,10 @@ namespace NVAlchemi {
                                       parse_reduce(o.at("reduce").get<std::string>())};
         }
       }
-      if (obj.contains("node_energy_key")) spec.node_energy_key = get_string(obj, "node_energy_key");
-      if (obj.contains("node_virial_key")) spec.node_virial_key = get_string(obj, "node_virial_key");
+      if (obj.contains("node_energy_key"))
+        spec.node_energy_key = get_string(obj, "node_energy_key");
+      if (obj.contains("node_virial_key"))
+        spec.node_virial_key = get_string(obj, "node_virial_key");
       if (obj.contains("halo")) spec.halo = parse_halo_mode(get_string(obj, "halo"));
       if (obj.contains("num_message_passing_layers"))
         spec.num_message_passing_layers = get_int(obj, "num_message_passing_layers", 0);
@@ -281,10 +292,12 @@ namespace NVAlchemi {
       if (obj.contains("compile")) {
         const json &c = obj.at("compile");
         if (!c.is_object()) bad("compile", "must be an object");
-        check_keys(c, {"static_shapes", "atom_capacity_growth", "edge_capacity_growth", "force_strategy"},
-                   "compile.");
+        check_keys(
+            c, {"static_shapes", "atom_capacity_growth", "edge_capacity_growth", "force_strategy"},
+            "compile.");
         if (c.contains("static_shapes")) {
-          if (!c.at("static_shapes").is_boolean()) bad("compile.static_shapes", "must be true or false");
+          if (!c.at("static_shapes").is_boolean())
+            bad("compile.static_shapes", "must be true or false");
           spec.compile.static_shapes = c.at("static_shapes").get<bool>();
         }
         if (c.contains("atom_capacity_growth"))

@@ -32,7 +32,11 @@ namespace NVAlchemi {
 
   // Where forces come from: the model's own `forces` output, or autograd of this rank's share
   // of the energy (owned node energies, or the `energy` output) with respect to edge vectors.
-  enum class ForceStrategy { MODEL_INTERNAL, FRAMEWORK_FROM_NODE_ENERGY, FRAMEWORK_FROM_GLOBAL_ENERGY };
+  enum class ForceStrategy {
+    MODEL_INTERNAL,
+    FRAMEWORK_FROM_NODE_ENERGY,
+    FRAMEWORK_FROM_GLOBAL_ENERGY
+  };
 
   enum class HaloMode { LOCAL, LAYERWISE, DEEP, GP };
 

@@ -13,24 +13,18 @@
 using namespace LAMMPS_NS;
 
 static Pair *nvalchemi_creator(LAMMPS *lmp)
-{
-  return new PairNVAlchemi(lmp);
-}
+{ return new PairNVAlchemi(lmp); }
 
 static Compute *nvalchemi_atom_creator(LAMMPS *lmp, int narg, char **arg)
-{
-  return new ComputeNVAlchemiAtom(lmp, narg, arg);
-}
+{ return new ComputeNVAlchemiAtom(lmp, narg, arg); }
 
 static Compute *nvalchemi_global_creator(LAMMPS *lmp, int narg, char **arg)
-{
-  return new ComputeNVAlchemiGlobal(lmp, narg, arg);
-}
+{ return new ComputeNVAlchemiGlobal(lmp, narg, arg); }
 
 // the plugin is compiled with hidden visibility (its classes never bind to a built-in copy of
 // the package); only the entry point LAMMPS looks up is exported
 extern "C" __attribute__((visibility("default"))) void lammpsplugin_init(void *lmp, void *handle,
-                                                                        void *regfunc)
+                                                                         void *regfunc)
 {
   lammpsplugin_t plugin;
   auto register_plugin = (lammpsplugin_regfunc) regfunc;

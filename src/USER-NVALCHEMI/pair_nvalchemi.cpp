@@ -54,9 +54,7 @@ constexpr int COMM_COLUMNS = 8;
 
 // a per-atom output is a sum of contributions whose ghost-row partials belong to the owners
 bool sums_ghost_rows(const OutputSpec &spec)
-{
-  return spec.reduce == Reduce::ALL_REDUCE;
-}
+{ return spec.reduce == Reduce::ALL_REDUCE; }
 
 std::string shape_string(const NVAlchemi::OutputTensor *t)
 {
@@ -84,11 +82,10 @@ class RowExchange : public NVAlchemi::Exchanger {
   int64_t num_rows() const override { return graph.num_rows(); }
   int64_t num_owned() const override { return graph.n_owned; }
   void refresh(double *rows, int width) override { pair->refresh_rows(rows, width); }
-  void sum_into_owners(double *rows, int width) override { pair->sum_rows_into_owners(rows, width); }
+  void sum_into_owners(double *rows, int width) override
+  { pair->sum_rows_into_owners(rows, width); }
   void sum_over_ranks(double *values, int n) override
-  {
-    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world);
-  }
+  { MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world); }
 
  private:
   PairNVAlchemi *pair;
@@ -106,7 +103,7 @@ struct PairNVAlchemi::State {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
-  std::vector<double> atom_values;    // per-atom scratch of the exchange ops
+  std::vector<double> atom_values;          // per-atom scratch of the exchange ops
   std::unique_ptr<RowExchange> exchange;    // set in halo mode layerwise only
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
@@ -183,7 +180,8 @@ void PairNVAlchemi::settings(int narg, char **arg)
     while (iarg < narg) {
       const std::string keyword = arg[iarg];
       const auto need = [&](int n) {
-        if (iarg + n >= narg) utils::missing_cmd_args(FLERR, "pair_style nvalchemi " + keyword, error);
+        if (iarg + n >= narg)
+          utils::missing_cmd_args(FLERR, "pair_style nvalchemi " + keyword, error);
       };
       if (keyword == "spec") {
         need(1);
@@ -327,8 +325,9 @@ void PairNVAlchemi::load_model(const char *file)
   cutoff = meta.cutoff;
   s.model->set_float64(meta.dtype == "float64");
   ghostneigh = *spec.halo == NVAlchemi::HaloMode::DEEP ? 1 : 0;
-  s.exchange.reset(*spec.halo == NVAlchemi::HaloMode::LAYERWISE ? new RowExchange(this, s.graph, world)
-                                                                : nullptr);
+  s.exchange.reset(*spec.halo == NVAlchemi::HaloMode::LAYERWISE
+                       ? new RowExchange(this, s.graph, world)
+                       : nullptr);
 
   if (comm->me == 0) {
     std::string species;
@@ -369,8 +368,8 @@ void PairNVAlchemi::coeff(int narg, char **arg)
     if (std::find(meta.species.begin(), meta.species.end(), z) == meta.species.end()) {
       std::string known;
       for (int s : meta.species) known += " " + NVAlchemi::element_symbol(s);
-      error->all(FLERR, "Model {} has no parameters for element {}; it knows:{}",
-                 state->model_file, elements[e], known);
+      error->all(FLERR, "Model {} has no parameters for element {}; it knows:{}", state->model_file,
+                 elements[e], known);
     }
     element_z[e] = z;
   }
@@ -429,8 +428,9 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   const int nlocal = atom->nlocal;
   const NVAlchemi::AtomsView atoms{atom->x, atom->type, s.atomic_number_of_type.data(), nlocal,
                                    nlocal + atom->nghost};
-  const NVAlchemi::NeighborView neighbors{list->inum, ghostneigh ? list->gnum : 0, list->ilist,
-                                          list->numneigh, list->firstneigh, NEIGHMASK};
+  const NVAlchemi::NeighborView neighbors{list->inum,       ghostneigh ? list->gnum : 0,
+                                          list->ilist,      list->numneigh,
+                                          list->firstneigh, NEIGHMASK};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
 
   NVAlchemi::Cell cell = {{{domain->xprd, 0.0, 0.0},
@@ -470,8 +470,10 @@ void PairNVAlchemi::tally_energy()
   const NVAlchemi::OutputTensor *energies = s.tensor(key);
   if (!energies || !s.spec.outputs.count(key) || energies->values.size() != s.graph.row_atom.size())
     error->all(FLERR, Error::NOLASTLINE,
-               "Per-atom energy needs model output '{}' (one value per atom, declared per_node)", key);
-  const size_t rows = sums_ghost_rows(s.output_spec(key)) ? s.graph.row_atom.size() : s.graph.n_owned;
+               "Per-atom energy needs model output '{}' (one value per atom, declared per_node)",
+               key);
+  const size_t rows = sums_ghost_rows(s.output_spec(key)) ? s.graph.row_atom.size()
+                                                          : s.graph.n_owned;
   for (size_t r = 0; r < rows; ++r) eatom[s.graph.row_atom[r]] += energies->values[r];
 }
 
@@ -521,9 +523,11 @@ void PairNVAlchemi::tally_model_forces()
   const size_t nrows = row_atom.size();
   const auto rows_of = [&](const std::string &key, int64_t width) -> const double * {
     const NVAlchemi::OutputTensor *t = s.tensor(key);
-    if (!t || t->shape.empty() || static_cast<size_t>(t->shape[0]) != nrows || row_width(*t) != width)
+    if (!t || t->shape.empty() || static_cast<size_t>(t->shape[0]) != nrows ||
+        row_width(*t) != width)
       error->all(FLERR, Error::NOLASTLINE,
-                 "Force strategy 'model' needs model output '{}' with {} values per atom", key, width);
+                 "Force strategy 'model' needs model output '{}' with {} values per atom", key,
+                 width);
     return t->values.data();
   };
   const auto consolidated_rows = [&](const std::string &key) {
@@ -542,8 +546,8 @@ void PairNVAlchemi::tally_model_forces()
       error->all(FLERR, Error::NOLASTLINE,
                  "The global virial without F dot r (pair_modify nofdotr) needs model output "
                  "'virial' [1,3,3], declared per_graph");
-    const double weight =
-        s.output_spec("virial").reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / comm->nprocs;
+    const double weight = s.output_spec("virial").reduce == Reduce::ALL_REDUCE ? 1.0
+                                                                               : 1.0 / comm->nprocs;
     for (int v = 0; v < 6; ++v) virial[v] += weight * w->values[3 * VOIGT[v][0] + VOIGT[v][1]];
   }
   if (vflag_atom) {
@@ -586,7 +590,8 @@ const double *PairNVAlchemi::peratom_output(const char *name, int width)
     const bool partials = sums_ghost_rows(declared->second);
     const size_t rows = partials ? nrows : s.graph.n_owned;
     for (size_t r = 0; r < rows; ++r)
-      std::copy_n(&t->values[r * width], width, &c.values[static_cast<size_t>(s.graph.row_atom[r]) * width]);
+      std::copy_n(&t->values[r * width], width,
+                  &c.values[static_cast<size_t>(s.graph.row_atom[r]) * width]);
     if (partials) reverse_sum(c.values.data(), width);
     c.evaluation = s.evaluations;
   }
@@ -598,7 +603,8 @@ const double *PairNVAlchemi::global_output(const char *name, int size)
   State &s = *state;
   auto declared = s.spec.outputs.find(name);
   if (declared == s.spec.outputs.end() ||
-      (declared->second.kind != OutputKind::PER_GRAPH && declared->second.kind != OutputKind::GLOBAL))
+      (declared->second.kind != OutputKind::PER_GRAPH &&
+       declared->second.kind != OutputKind::GLOBAL))
     error->all(FLERR, Error::NOLASTLINE,
                "Model output '{}' is not declared per_graph or global in the spec of pair_style "
                "nvalchemi: declare it in the model's spec or with 'output {} per_graph <reduce>'",
@@ -607,8 +613,9 @@ const double *PairNVAlchemi::global_output(const char *name, int size)
     error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
   const NVAlchemi::OutputTensor *t = s.tensor(name);
   if (!t || t->values.size() != static_cast<size_t>(size))
-    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' must have {} values (the model returned {})",
-               name, size, shape_string(t));
+    error->all(FLERR, Error::NOLASTLINE,
+               "Model output '{}' must have {} values (the model returned {})", name, size,
+               shape_string(t));
 
   State::Consolidated &c = s.consolidated[name];
   if (c.evaluation != s.evaluations) {
@@ -635,7 +642,8 @@ void PairNVAlchemi::refresh_rows(double *rows, int width)
   const std::vector<int> &row_atom = s.graph.row_atom;
   s.atom_values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
   for (int r = 0; r < s.graph.n_owned; ++r)
-    std::copy_n(rows + static_cast<size_t>(r) * width, width, &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
+    std::copy_n(rows + static_cast<size_t>(r) * width, width,
+                &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
   forward_copy(s.atom_values.data(), width);
   for (size_t r = s.graph.n_owned; r < row_atom.size(); ++r)
     std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width, rows + r * width);
@@ -650,7 +658,8 @@ void PairNVAlchemi::sum_rows_into_owners(double *rows, int width)
     std::copy_n(rows + r * width, width, &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
   reverse_sum(s.atom_values.data(), width);
   for (int r = 0; r < s.graph.n_owned; ++r)
-    std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width, rows + static_cast<size_t>(r) * width);
+    std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width,
+                rows + static_cast<size_t>(r) * width);
 }
 
 /* ----------------------------------------------------------------------
@@ -670,7 +679,8 @@ int PairNVAlchemi::pack_forward_comm(int n, int *list, double *buf, int /*pbc_fl
   const int columns = std::min(comm_forward, comm_width - comm_offset);
   int m = 0;
   for (int i = 0; i < n; ++i)
-    for (int c = 0; c < columns; ++c) buf[m++] = comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c];
+    for (int c = 0; c < columns; ++c)
+      buf[m++] = comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c];
   return m;
 }
 
@@ -679,7 +689,8 @@ void PairNVAlchemi::unpack_forward_comm(int n, int first, double *buf)
   const int columns = std::min(comm_forward, comm_width - comm_offset);
   int m = 0;
   for (int i = first; i < first + n; ++i)
-    for (int c = 0; c < columns; ++c) comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c] = buf[m++];
+    for (int c = 0; c < columns; ++c)
+      comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c] = buf[m++];
 }
 
 /* ----------------------------------------------------------------------
@@ -699,7 +710,8 @@ int PairNVAlchemi::pack_reverse_comm(int n, int first, double *buf)
   const int columns = std::min(comm_reverse, comm_width - comm_offset);
   int m = 0;
   for (int i = first; i < first + n; ++i)
-    for (int c = 0; c < columns; ++c) buf[m++] = comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c];
+    for (int c = 0; c < columns; ++c)
+      buf[m++] = comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c];
   return m;
 }
 
@@ -708,7 +720,8 @@ void PairNVAlchemi::unpack_reverse_comm(int n, int *list, double *buf)
   const int columns = std::min(comm_reverse, comm_width - comm_offset);
   int m = 0;
   for (int i = 0; i < n; ++i)
-    for (int c = 0; c < columns; ++c) comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c] += buf[m++];
+    for (int c = 0; c < columns; ++c)
+      comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c] += buf[m++];
 }
 
 /* ---------------------------------------------------------------------- */

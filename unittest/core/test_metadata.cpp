@@ -64,8 +64,9 @@ TEST(Metadata, RejectsWrongTypesAndValues)
   expect_error(replaced(R"("float32")", R"("float16")"), "'dtype' must be");
   expect_error(replaced(R"("contract_version": 1)", R"("contract_version": 2)"),
                "contract_version is 2 but this build");
-  expect_error(replaced(R"("num_message_passing_layers": 3)", R"("num_message_passing_layers": 1.5)"),
-               "'num_message_passing_layers' must be an integer");
+  expect_error(
+      replaced(R"("num_message_passing_layers": 3)", R"("num_message_passing_layers": 1.5)"),
+      "'num_message_passing_layers' must be an integer");
   expect_error(replaced(R"({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})", "[]"),
                "'spec' must be a JSON object");
 }

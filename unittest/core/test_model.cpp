@@ -21,8 +21,10 @@ std::string read_file(const char *path)
   return buffer.str();
 }
 
-double lj(double r) { return 4.0 * (std::pow(r, -12) - std::pow(r, -6)); }
-double lj_derivative(double r) { return 4.0 * (-12.0 * std::pow(r, -13) + 6.0 * std::pow(r, -7)); }
+double lj(double r)
+{ return 4.0 * (std::pow(r, -12) - std::pow(r, -6)); }
+double lj_derivative(double r)
+{ return 4.0 * (-12.0 * std::pow(r, -13) + 6.0 * std::pow(r, -7)); }
 
 // owned rows 0, 1 and ghost row 2; edges to the owned receivers only
 Graph three_atoms()
@@ -57,9 +59,7 @@ TEST(TorchModel, LoadsMetadataFromTheArchive)
 }
 
 TEST(TorchModel, RejectsBytesThatAreNotAnArchive)
-{
-  EXPECT_THROW(TorchModel("not a model"), std::runtime_error);
-}
+{ EXPECT_THROW(TorchModel("not a model"), std::runtime_error); }
 
 TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
 {
@@ -84,7 +84,8 @@ TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
   for (int r = 0; r < 3; ++r)
     EXPECT_NEAR(atomic_energies[r], expected_energy[r], 1e-12 * std::fabs(expected_energy[0]));
   EXPECT_EQ(atomic_energies[2], 0.0);    // the ghost is nobody's receiver
-  EXPECT_NEAR(out.energy_share, expected_energy[0] + expected_energy[1], 1e-12 * std::fabs(expected_energy[0]));
+  EXPECT_NEAR(out.energy_share, expected_energy[0] + expected_energy[1],
+              1e-12 * std::fabs(expected_energy[0]));
 }
 
 TEST(TorchModel, ReplicatedEnergyShareIsWeighted)
@@ -109,8 +110,9 @@ TEST(TorchModel, MissingEnergyOutputIsAnError)
 {
   TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
   ModelOutputs out;
-  EXPECT_THROW(model.evaluate(three_atoms(), CUBE, EnergyShare{"energy", false, 1.0, true}, nullptr, out),
-               std::runtime_error);
+  EXPECT_THROW(
+      model.evaluate(three_atoms(), CUBE, EnergyShare{"energy", false, 1.0, true}, nullptr, out),
+      std::runtime_error);
 }
 
 TEST(TorchModel, Float32ModeAgreesToSinglePrecision)

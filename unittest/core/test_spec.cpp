@@ -64,7 +64,8 @@ TEST(Spec, PresetsMeanWhatTheDocSays)
     EXPECT_EQ(spec.halo, row.halo) << row.name;
     EXPECT_EQ(spec.compile.force_strategy, row.forces) << row.name;
     EXPECT_EQ(spec.needs_exchange(), row.exchange) << row.name;
-    EXPECT_EQ(spec.outputs.at("atomic_energies"), (OutputSpec{OutputKind::PER_NODE, Reduce::OWNED_ONLY}))
+    EXPECT_EQ(spec.outputs.at("atomic_energies"),
+              (OutputSpec{OutputKind::PER_NODE, Reduce::OWNED_ONLY}))
         << row.name;
   }
   EXPECT_EQ(preset("SPEC_MPNN_GP").strategy(), StrategyKind::GRAPH_PARTITION);
@@ -85,10 +86,10 @@ TEST(Spec, CompositionRightSideWinsFieldByField)
   right.outputs["energy"] = {OutputKind::PER_GRAPH, Reduce::NONE};
 
   const MLIPSpec merged = left | right;
-  EXPECT_EQ(merged.halo, HaloMode::LAYERWISE);                     // only left sets it
-  EXPECT_EQ(merged.num_message_passing_layers, 3);                 // only left sets it
+  EXPECT_EQ(merged.halo, HaloMode::LAYERWISE);                                // only left sets it
+  EXPECT_EQ(merged.num_message_passing_layers, 3);                            // only left sets it
   EXPECT_EQ(merged.compile.force_strategy, ForceStrategy::MODEL_INTERNAL);    // right wins
-  EXPECT_EQ(merged.outputs.size(), 3u);                            // tables merge by key
+  EXPECT_EQ(merged.outputs.size(), 3u);                                       // tables merge by key
   EXPECT_EQ(merged.outputs.at("energy").reduce, Reduce::NONE);
   EXPECT_EQ(merged.outputs.at("atomic_energies").kind, OutputKind::PER_NODE);
   EXPECT_EQ(left | MLIPSpec(), left);
@@ -106,7 +107,8 @@ TEST(Spec, JsonRoundTripKeepsEveryField)
   EXPECT_EQ(back.compile.atom_capacity_growth, full.compile.atom_capacity_growth);
   for (const auto &name : preset_names()) {
     EXPECT_EQ(MLIPSpec::from_json(preset(name).to_json()), preset(name)) << name;
-    EXPECT_EQ(MLIPSpec::from_json(preset(name).resolved().to_json()), preset(name).resolved()) << name;
+    EXPECT_EQ(MLIPSpec::from_json(preset(name).resolved().to_json()), preset(name).resolved())
+        << name;
   }
   EXPECT_EQ(MLIPSpec::from_json(MLIPSpec().to_json()), MLIPSpec());
 }
@@ -126,20 +128,26 @@ TEST(Spec, PresetPlusOverrides)
 TEST(Spec, MalformedInputIsRefusedWithItsKey)
 {
   expect_error(R"({"version": 1, "halo": "local", "haloo": "deep"})", "unknown spec key 'haloo'");
-  expect_error(R"({"version": 1, "compile": {"force": "model"}})", "unknown spec key 'compile.force'");
-  expect_error(R"({"version": 1, "outputs": {"q": {"kind": "per_node", "reduce": "none", "x": 1}}})",
-               "unknown spec key 'outputs.q.x'");
+  expect_error(R"({"version": 1, "compile": {"force": "model"}})",
+               "unknown spec key 'compile.force'");
+  expect_error(
+      R"({"version": 1, "outputs": {"q": {"kind": "per_node", "reduce": "none", "x": 1}}})",
+      "unknown spec key 'outputs.q.x'");
   expect_error(R"({"version": 2, "halo": "local"})", "spec version 2 is newer");
   expect_error(R"({"halo": "local"})", "needs a 'version' key");
   expect_error(R"({"version": 1, "halo": 3})", "'halo' must be a string");
-  expect_error(R"({"version": 1, "halo": "wide"})", "unknown halo mode 'wide' (valid: local, layerwise, deep, gp)");
+  expect_error(R"({"version": 1, "halo": "wide"})",
+               "unknown halo mode 'wide' (valid: local, layerwise, deep, gp)");
   expect_error(R"({"version": 1, "num_message_passing_layers": -1})", "must be an integer >= 0");
-  expect_error(R"({"version": 1, "compile": {"edge_capacity_growth": 0.5}})", "must be a number >= 1");
+  expect_error(R"({"version": 1, "compile": {"edge_capacity_growth": 0.5}})",
+               "must be a number >= 1");
   expect_error(R"({"version": 1, "compile": {"static_shapes": 1}})", "must be true or false");
-  expect_error(R"({"version": 1, "compile": {"force_strategy": "magic"}})", "unknown force strategy 'magic'");
+  expect_error(R"({"version": 1, "compile": {"force_strategy": "magic"}})",
+               "unknown force strategy 'magic'");
   expect_error(R"({"version": 1, "outputs": {"q": {"kind": "per_atom", "reduce": "none"}}})",
                "unknown output kind 'per_atom'");
-  expect_error(R"({"version": 1, "outputs": {"q": {"kind": "per_node"}}})", "'outputs.q' must be an object");
+  expect_error(R"({"version": 1, "outputs": {"q": {"kind": "per_node"}}})",
+               "'outputs.q' must be an object");
   expect_error(R"({"preset": "SPEC_X"})", "unknown spec preset 'SPEC_X'");
   expect_error("[1]", "must be a JSON object");
   expect_error("{", "not valid JSON");
@@ -147,9 +155,11 @@ TEST(Spec, MalformedInputIsRefusedWithItsKey)
 
 TEST(Spec, EnumNamesRoundTrip)
 {
-  for (auto k : {OutputKind::PER_NODE, OutputKind::PER_GRAPH, OutputKind::GLOBAL, OutputKind::UNKNOWN})
+  for (auto k :
+       {OutputKind::PER_NODE, OutputKind::PER_GRAPH, OutputKind::GLOBAL, OutputKind::UNKNOWN})
     EXPECT_EQ(parse_output_kind(to_string(k)), k);
-  for (auto r : {Reduce::NONE, Reduce::ALL_REDUCE, Reduce::OWNED_ONLY}) EXPECT_EQ(parse_reduce(to_string(r)), r);
+  for (auto r : {Reduce::NONE, Reduce::ALL_REDUCE, Reduce::OWNED_ONLY})
+    EXPECT_EQ(parse_reduce(to_string(r)), r);
   for (auto h : {HaloMode::LOCAL, HaloMode::LAYERWISE, HaloMode::DEEP, HaloMode::GP})
     EXPECT_EQ(parse_halo_mode(to_string(h)), h);
   for (auto f : {ForceStrategy::MODEL_INTERNAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY,
