@@ -17,17 +17,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import run_lammps  # noqa: E402
+from harness import melt_commands, run_lammps  # noqa: E402
 
-INPUT = """units lj
-atom_style atomic
-lattice fcc 0.8442
-region box block 0 {cells} 0 {cells} 0 {cells}
-create_box 1 box
-create_atoms 1 box
-mass 1 1.0
-velocity all create 3.0 87287 loop geom
-{pair}
+INPUT = """{system}{pair}
 neighbor 0.3 bin
 neigh_modify every 1 delay 0 check yes
 fix 1 all nve
@@ -43,7 +35,7 @@ PAIRS = {"lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0",
 def measure(args, style, cells, ranks, workdir):
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(cells=cells, steps=args.steps, pair=PAIRS[style].format(model=os.path.abspath(args.model))))
+        f.write(INPUT.format(system=melt_commands(cells, 3.0), steps=args.steps, pair=PAIRS[style].format(model=os.path.abspath(args.model))))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=1800,
                       wrapper=["/usr/bin/time", "-f", "PEAK_RSS_KB %M"])
     if proc.returncode != 0:

@@ -17,17 +17,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import run_lammps  # noqa: E402
+from harness import melt_commands, run_lammps  # noqa: E402
 
-INPUT = """units lj
-atom_style atomic
-lattice fcc 0.8442
-region box block 0 {cells} 0 {cells} 0 {cells}
-create_box 1 box
-create_atoms 1 box
-mass 1 1.0
-velocity all create 1.5 87287 loop geom
-pair_style nvalchemi {model}
+INPUT = """{system}pair_style nvalchemi {model}
 pair_coeff * * Ar
 neighbor 0.3 bin
 fix 1 all nve
@@ -42,7 +34,7 @@ def measure(args, mode, cells, ranks, workdir):
     rundir = tempfile.mkdtemp(dir=workdir)
     model = os.path.abspath(os.path.join(args.models, f"schnet_{mode}.pt"))
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(cells=cells, steps=args.steps, model=model))
+        f.write(INPUT.format(system=melt_commands(cells, 1.5), steps=args.steps, model=model))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600,
                       wrapper=["/usr/bin/time", "-f", "PEAK_RSS_KB %M"])
     if proc.returncode != 0:

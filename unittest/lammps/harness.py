@@ -47,6 +47,14 @@ write_data system.data
 """
 
 
+def melt_commands(cells, temperature):
+    """Input lines for the LJ melt system: an fcc lattice (density 0.8442) of 4 cells^3 atoms of
+    one type, with velocities at `temperature`."""
+    return ("units lj\natom_style atomic\nlattice fcc 0.8442\n"
+            f"region box block 0 {cells} 0 {cells} 0 {cells}\ncreate_box 1 box\ncreate_atoms 1 box\n"
+            f"mass 1 1.0\nvelocity all create {temperature} 87287 loop geom\n")
+
+
 def make_system(lmp, mpirun, box, system_name, workdir):
     """Write system.data in workdir: the named system in an orthogonal or triclinic box."""
     tri = box == "tri"
