@@ -31,7 +31,6 @@ namespace NVAlchemi {
 
   // The exchanger the ops use while a model runs; none outside a model call. Installed by
   // TorchModel::evaluate for the duration of one forward and backward pass.
-  Exchanger *current_exchanger();
   void set_current_exchanger(Exchanger *exchanger);
 
   // Names of the exchange ops, as a model calls them: torch.ops.nvalchemi.<name>.

@@ -130,8 +130,6 @@ namespace NVAlchemi {
     { return SystemSum::apply(values, scope); }
   }    // namespace
 
-  Exchanger *current_exchanger()
-  { return active; }
   void set_current_exchanger(Exchanger *exchanger)
   { active = exchanger; }
 
