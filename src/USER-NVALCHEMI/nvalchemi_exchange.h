@@ -29,8 +29,8 @@ namespace NVAlchemi {
     virtual void sum_over_ranks(double *values, int n) = 0;
   };
 
-  // The exchanger the ops use while a model runs; none outside a model call. Installed by
-  // TorchModel::evaluate for the duration of one forward and backward pass.
+  // Sets the exchanger the ops use while a model runs (nullptr: none, outside a model call).
+  // TorchModel::evaluate installs it for the duration of one forward and backward pass.
   void set_current_exchanger(Exchanger *exchanger);
 
   // Names of the exchange ops, as a model calls them: torch.ops.nvalchemi.<name>.
