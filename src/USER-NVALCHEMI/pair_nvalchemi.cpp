@@ -56,6 +56,11 @@ constexpr int COMM_COLUMNS = 8;
 bool sums_ghost_rows(const OutputSpec &spec)
 { return spec.reduce == Reduce::ALL_REDUCE; }
 
+// weight of a per-graph value in this rank's share of a sum over ranks: a partial counts as it
+// is; a value replicated on every rank counts 1/nprocs, so that the ranks together count it once
+double rank_share_weight(const OutputSpec &spec, int nprocs)
+{ return spec.reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / nprocs; }
+
 std::string shape_string(const NVAlchemi::OutputTensor *t)
 {
   if (!t) return "nothing";
@@ -307,8 +312,7 @@ void PairNVAlchemi::load_model(const char *file)
              declared("energy", OutputKind::PER_GRAPH)) {
     share.key = "energy";
     share.owned_rows = false;
-    // each rank takes its share of an energy replicated on every rank
-    share.weight = s.output_spec("energy").reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / comm->nprocs;
+    share.weight = rank_share_weight(s.output_spec("energy"), comm->nprocs);
   } else {
     error->all(FLERR, 1,
                "Model {}: force strategy '{}' needs the spec to declare the energy it uses: "
@@ -546,8 +550,7 @@ void PairNVAlchemi::tally_model_forces()
       error->all(FLERR, Error::NOLASTLINE,
                  "The global virial without F dot r (pair_modify nofdotr) needs model output "
                  "'virial' [1,3,3], declared per_graph");
-    const double weight = s.output_spec("virial").reduce == Reduce::ALL_REDUCE ? 1.0
-                                                                               : 1.0 / comm->nprocs;
+    const double weight = rank_share_weight(s.output_spec("virial"), comm->nprocs);
     for (int v = 0; v < 6; ++v) virial[v] += weight * w->values[3 * VOIGT[v][0] + VOIGT[v][1]];
   }
   if (vflag_atom) {
