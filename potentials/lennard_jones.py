@@ -67,6 +67,12 @@ class LennardJones(torch.nn.Module):
         return outputs
 
 
+# how the model's own forces, virial and per-atom virials are consolidated (--model-forces)
+MODEL_FORCES_OUTPUTS = {"forces": {"kind": "per_node", "reduce": "all_reduce"},
+                        "virial": {"kind": "per_graph", "reduce": "all_reduce"},
+                        "atomic_virials": {"kind": "per_node", "reduce": "all_reduce"}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("-o", "--output", required=True, help="path of the .pt file to write")
@@ -83,9 +89,7 @@ def main() -> None:
     model = LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift, args.model_forces)
     spec = {"preset": "SPEC_LJ_HALO"}
     if args.model_forces:
-        spec["outputs"] = {"forces": {"kind": "per_node", "reduce": "all_reduce"},
-                           "virial": {"kind": "per_graph", "reduce": "all_reduce"},
-                           "atomic_virials": {"kind": "per_node", "reduce": "all_reduce"}}
+        spec["outputs"] = MODEL_FORCES_OUTPUTS
     save_model(
         model,
         args.output,

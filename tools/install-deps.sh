@@ -68,3 +68,9 @@ if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split(
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy
 fi
+# ASE reads the extended-XYZ snapshots of fix nvalchemi/dd in the tests (an oracle, never a
+# requirement of the package)
+ase_version=3.26.0
+if ! "$venv/bin/python" -c "import ase, sys; sys.exit(ase.__version__ != '$ase_version')" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check "ase==$ase_version"
+fi

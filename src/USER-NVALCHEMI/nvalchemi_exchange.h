@@ -29,6 +29,21 @@ namespace NVAlchemi {
     virtual void sum_over_ranks(double *values, int n) = 0;
   };
 
+  // One process holding the whole system (the single-process reference): no ghost rows, so
+  // there is nothing to refresh, scatter or sum over ranks.
+  class SingleProcessExchange : public Exchanger {
+   public:
+    explicit SingleProcessExchange(int64_t rows) : rows(rows) {}
+    int64_t num_rows() const override { return rows; }
+    int64_t num_owned() const override { return rows; }
+    void refresh(double *, int) override {}
+    void sum_into_owners(double *, int) override {}
+    void sum_over_ranks(double *, int) override {}
+
+   private:
+    int64_t rows;
+  };
+
   // Sets the exchanger the ops use while a model runs (nullptr: none, outside a model call).
   // TorchModel::evaluate installs it for the duration of one forward and backward pass.
   void set_current_exchanger(Exchanger *exchanger);

@@ -4,6 +4,8 @@
 
 #include "nvalchemi_graph.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 namespace LAMMPS_NS {
@@ -58,6 +60,152 @@ namespace NVAlchemi {
         graph.edge_vectors.push_back(dx);
         graph.edge_vectors.push_back(dy);
         graph.edge_vectors.push_back(dz);
+      }
+    }
+  }
+
+  void build_periodic_graph(const std::vector<double> &positions,
+                            const std::vector<int64_t> &atomic_numbers, const Cell &cell,
+                            double cutoff, Graph &graph)
+  {
+    const double(*h)[3] = cell.lattice;
+    const double cross[3][3] = {{h[1][1] * h[2][2] - h[1][2] * h[2][1],
+                                 h[1][2] * h[2][0] - h[1][0] * h[2][2],
+                                 h[1][0] * h[2][1] - h[1][1] * h[2][0]},
+                                {h[2][1] * h[0][2] - h[2][2] * h[0][1],
+                                 h[2][2] * h[0][0] - h[2][0] * h[0][2],
+                                 h[2][0] * h[0][1] - h[2][1] * h[0][0]},
+                                {h[0][1] * h[1][2] - h[0][2] * h[1][1],
+                                 h[0][2] * h[1][0] - h[0][0] * h[1][2],
+                                 h[0][0] * h[1][1] - h[0][1] * h[1][0]}};
+    // cross[d] / volume is row d of the inverse lattice: s_d = x . cross[d] / volume
+    const double volume = h[0][0] * cross[0][0] + h[0][1] * cross[0][1] + h[0][2] * cross[0][2];
+
+    graph.row_atom.clear();
+    graph.positions.clear();
+    graph.atomic_numbers.clear();
+    graph.edges.clear();
+    graph.edge_vectors.clear();
+    const int natoms = static_cast<int>(atomic_numbers.size());
+    for (int i = 0; i < natoms; ++i) {
+      if (atomic_numbers[i] <= 0) continue;
+      // fold periodic directions into the cell, so that a fixed set of images covers the cutoff
+      double s[3];
+      for (int d = 0; d < 3; ++d) {
+        s[d] = (positions[3 * i] * cross[d][0] + positions[3 * i + 1] * cross[d][1] +
+                positions[3 * i + 2] * cross[d][2]) /
+            volume;
+        if (cell.pbc[d]) s[d] -= std::floor(s[d]);
+      }
+      graph.row_atom.push_back(i);
+      graph.atomic_numbers.push_back(atomic_numbers[i]);
+      for (int c = 0; c < 3; ++c)
+        graph.positions.push_back(s[0] * h[0][c] + s[1] * h[1][c] + s[2] * h[2][c]);
+    }
+    const int nrows = static_cast<int>(graph.row_atom.size());
+    graph.n_owned = nrows;
+    if (nrows == 0) return;
+
+    // images (row, lattice shift) whose fractional coordinates lie within cutoff/height of
+    // the cell: every neighbor of a folded atom is one of them
+    int reach[3];
+    double margin[3];
+    for (int d = 0; d < 3; ++d) {
+      const double height = std::fabs(volume) /
+          std::sqrt(cross[d][0] * cross[d][0] + cross[d][1] * cross[d][1] +
+                    cross[d][2] * cross[d][2]);
+      margin[d] = cutoff / height;
+      reach[d] = cell.pbc[d] ? static_cast<int>(std::ceil(margin[d])) + 1 : 0;
+    }
+    struct Image {
+      int row;
+      double shift[3];
+      double x[3];
+    };
+    std::vector<Image> images;
+    for (int r = 0; r < nrows; ++r) {
+      const double *x = &graph.positions[3 * r];
+      double s[3];
+      for (int d = 0; d < 3; ++d)
+        s[d] = (x[0] * cross[d][0] + x[1] * cross[d][1] + x[2] * cross[d][2]) / volume;
+      for (int n0 = -reach[0]; n0 <= reach[0]; ++n0)
+        for (int n1 = -reach[1]; n1 <= reach[1]; ++n1)
+          for (int n2 = -reach[2]; n2 <= reach[2]; ++n2) {
+            const int n[3] = {n0, n1, n2};
+            bool inside = true;
+            for (int d = 0; d < 3; ++d)
+              if (cell.pbc[d] && (s[d] + n[d] < -margin[d] || s[d] + n[d] > 1.0 + margin[d]))
+                inside = false;
+            if (!inside) continue;
+            Image image{r, {}, {}};
+            for (int c = 0; c < 3; ++c) {
+              image.shift[c] = n0 * h[0][c] + n1 * h[1][c] + n2 * h[2][c];
+              image.x[c] = x[c] + image.shift[c];
+            }
+            images.push_back(image);
+          }
+    }
+
+    // bins at least one cutoff wide: the neighbors of a point lie in its bin and the 26 around
+    double lo[3], hi[3];
+    int nbins[3];
+    for (int c = 0; c < 3; ++c) {
+      lo[c] = hi[c] = images[0].x[c];
+      for (const Image &image : images) {
+        lo[c] = std::min(lo[c], image.x[c]);
+        hi[c] = std::max(hi[c], image.x[c]);
+      }
+      nbins[c] = std::max(1, std::min(1024, static_cast<int>((hi[c] - lo[c]) / cutoff)));
+    }
+    const auto bin_of = [&](const double *x, int c) {
+      const int b = static_cast<int>((x[c] - lo[c]) / (hi[c] - lo[c] + 1e-300) * nbins[c]);
+      return std::max(0, std::min(nbins[c] - 1, b));
+    };
+    const auto bin_index = [&](int b0, int b1, int b2) { return (b0 * nbins[1] + b1) * nbins[2] + b2; };
+    std::vector<int> bin_start(static_cast<std::size_t>(nbins[0]) * nbins[1] * nbins[2] + 1, 0);
+    std::vector<int> binned(images.size());
+    for (const Image &image : images)
+      ++bin_start[bin_index(bin_of(image.x, 0), bin_of(image.x, 1), bin_of(image.x, 2)) + 1];
+    for (std::size_t b = 1; b < bin_start.size(); ++b) bin_start[b] += bin_start[b - 1];
+    {
+      std::vector<int> fill(bin_start.begin(), bin_start.end() - 1);
+      for (std::size_t k = 0; k < images.size(); ++k) {
+        const double *x = images[k].x;
+        binned[fill[bin_index(bin_of(x, 0), bin_of(x, 1), bin_of(x, 2))]++] = static_cast<int>(k);
+      }
+    }
+
+    const double cutsq = cutoff * cutoff;
+    for (int receiver = 0; receiver < nrows; ++receiver) {
+      const double *xi = &graph.positions[3 * receiver];
+      int b[3];
+      for (int c = 0; c < 3; ++c) b[c] = bin_of(xi, c);
+      for (int b0 = std::max(0, b[0] - 1); b0 <= std::min(nbins[0] - 1, b[0] + 1); ++b0)
+        for (int b1 = std::max(0, b[1] - 1); b1 <= std::min(nbins[1] - 1, b[1] + 1); ++b1)
+          for (int b2 = std::max(0, b[2] - 1); b2 <= std::min(nbins[2] - 1, b[2] + 1); ++b2) {
+            const int bin = bin_index(b0, b1, b2);
+            for (int k = bin_start[bin]; k < bin_start[bin + 1]; ++k) {
+              const Image &image = images[binned[k]];
+              const double r[3] = {xi[0] - image.x[0], xi[1] - image.x[1], xi[2] - image.x[2]};
+              const double rsq = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+              if (rsq >= cutsq || (image.row == receiver && rsq == 0.0)) continue;
+              graph.edges.push_back(image.row);
+              graph.edges.push_back(receiver);
+              for (double v : r) graph.edge_vectors.push_back(v);
+            }
+          }
+    }
+  }
+
+  void edge_forces(const Graph &graph, const std::vector<double> &edge_gradients,
+                   std::vector<double> &row_forces)
+  {
+    row_forces.assign(static_cast<std::size_t>(3 * graph.num_rows()), 0.0);
+    for (int64_t e = 0; e < graph.num_edges(); ++e) {
+      const int64_t sender = graph.edges[2 * e], receiver = graph.edges[2 * e + 1];
+      for (int d = 0; d < 3; ++d) {
+        row_forces[3 * receiver + d] -= edge_gradients[3 * e + d];
+        row_forces[3 * sender + d] += edge_gradients[3 * e + d];
       }
     }
   }

@@ -46,10 +46,30 @@ namespace NVAlchemi {
     int64_t num_edges() const { return static_cast<int64_t>(edges.size() / 2); }
   };
 
+  struct Cell {
+    double lattice[3][3];    // rows are the lattice vectors a, b, c
+    bool pbc[3];
+  };
+
   // Fills `graph` (keeping its capacity, so steady-state steps do not allocate).
   // `atom_row` is scratch of length >= nall: row of each LAMMPS atom, -1 if not a row.
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
                    std::vector<int> &atom_row);
+
+  // The graph of a whole system in one process, without ghost rows: every atom of a handled
+  // species (atomic_numbers > 0) is an owned row, in input order, and periodic images enter
+  // as edge vectors that carry the lattice shift (the single-process reference of
+  // doc/Howto_nvalchemi_contract.rst). Positions may lie outside the cell along periodic
+  // directions; any cell size works (several images of one atom may be neighbors).
+  void build_periodic_graph(const std::vector<double> &positions,
+                            const std::vector<int64_t> &atomic_numbers, const Cell &cell,
+                            double cutoff, Graph &graph);
+
+  // Forces on the rows from the gradient of an energy with respect to the edge vectors: an
+  // edge r = x_receiver - x_sender with gradient g pulls -g on its receiver and +g on its
+  // sender. `row_forces` gets [rows][3] values, overwritten.
+  void edge_forces(const Graph &graph, const std::vector<double> &edge_gradients,
+                   std::vector<double> &row_forces);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

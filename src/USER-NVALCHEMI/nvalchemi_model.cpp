@@ -140,5 +140,68 @@ namespace NVAlchemi {
     });
   }
 
+  struct TorchHook::Impl {
+    torch::jit::Module module;
+  };
+
+  TorchHook::TorchHook(const std::string &archive) : impl(new Impl)
+  {
+    register_exchange_ops();
+    rethrow_torch_errors([&] {
+      std::istringstream stream(archive);
+      impl->module = torch::jit::load(stream, torch::kCPU);
+      impl->module.eval();
+    });
+  }
+
+  TorchHook::~TorchHook() = default;
+
+  void TorchHook::call(const HookBatch &batch, HookResult &result)
+  {
+    rethrow_torch_errors([&] {
+      const int64_t n = batch.n;
+      const auto f64 = torch::kFloat64;
+      std::vector<double> lattice(&batch.cell.lattice[0][0], &batch.cell.lattice[0][0] + 9);
+      c10::Dict<std::string, torch::Tensor> inputs;
+      inputs.insert("positions", to_tensor(batch.positions, {n, 3}, f64, f64));
+      inputs.insert("velocities", to_tensor(batch.velocities, {n, 3}, f64, f64));
+      inputs.insert("forces", to_tensor(batch.forces, {n, 3}, f64, f64));
+      inputs.insert("atom_ids", to_tensor(batch.atom_ids, {n}, torch::kInt64, torch::kInt64));
+      inputs.insert("atom_types", to_tensor(batch.atom_types, {n}, torch::kInt64, torch::kInt64));
+      if (!batch.atomic_numbers.empty())
+        inputs.insert("atomic_numbers",
+                      to_tensor(batch.atomic_numbers, {n}, torch::kInt64, torch::kInt64));
+      inputs.insert("cell", to_tensor(lattice, {1, 3, 3}, f64, f64));
+      inputs.insert("pbc", torch::tensor({batch.cell.pbc[0], batch.cell.pbc[1], batch.cell.pbc[2]},
+                                         torch::kBool)
+                               .view({1, 3}));
+
+      const c10::IValue value = impl->module.forward({inputs});
+      if (!value.isGenericDict())
+        throw std::runtime_error("the hook's forward() must return a Dict[str, Tensor]");
+      const auto dict = value.toGenericDict();
+      const auto output = [&](const char *key, int64_t numel) {
+        const auto t = dict.at(key).toTensor().detach().to(f64).contiguous();
+        if (t.numel() != numel)
+          throw std::runtime_error(std::string("the hook's output '") + key + "' has " +
+                                   std::to_string(t.numel()) + " values, expected " +
+                                   std::to_string(numel));
+        return t;
+      };
+      result.has_forces = dict.contains("forces");
+      result.has_energy = dict.contains("energy");
+      result.has_virial = dict.contains("virial");
+      if (result.has_forces) {
+        const auto f = output("forces", 3 * n);
+        result.forces.assign(f.data_ptr<double>(), f.data_ptr<double>() + 3 * n);
+      }
+      if (result.has_energy) result.energy = output("energy", 1).item<double>();
+      if (result.has_virial) {
+        const auto w = output("virial", 9);
+        std::copy_n(w.data_ptr<double>(), 9, result.virial);
+      }
+    });
+  }
+
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -18,11 +18,6 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  struct Cell {
-    double lattice[3][3];    // rows are the lattice vectors a, b, c
-    bool pbc[3];
-  };
-
   // One model output in double precision: its shape as returned, values row-major.
   struct OutputTensor {
     std::vector<int64_t> shape;
@@ -67,6 +62,44 @@ namespace NVAlchemi {
 
     // Number of threads LibTorch uses in this process for intra-op parallelism.
     static void set_num_threads(int nthreads);
+
+   private:
+    struct Impl;
+    std::unique_ptr<Impl> impl;
+  };
+
+  // What a hook module of fix nvalchemi/dd sees: n atoms (this rank's, or a gathered system
+  // sorted by atom ID), row-major, double precision.
+  struct HookBatch {
+    int64_t n = 0;
+    std::vector<double> positions;           // [n][3], unwrapped
+    std::vector<double> velocities;          // [n][3]
+    std::vector<double> forces;              // [n][3], the forces so far on this step
+    std::vector<int64_t> atom_ids;           // [n]
+    std::vector<int64_t> atom_types;         // [n], LAMMPS types
+    std::vector<int64_t> atomic_numbers;     // [n], or empty when no model names the species
+    Cell cell;
+  };
+
+  // What a hook module returned; each part is optional.
+  struct HookResult {
+    bool has_forces = false, has_energy = false, has_virial = false;
+    std::vector<double> forces;    // [n][3], added to the atoms' forces
+    double energy = 0.0;
+    double virial[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};    // row-major [3,3]
+  };
+
+  // A user TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor], in float64.
+  class TorchHook {
+   public:
+    // Throws std::runtime_error with LibTorch's message if the archive cannot be loaded.
+    explicit TorchHook(const std::string &archive);
+    ~TorchHook();
+    TorchHook(const TorchHook &) = delete;
+    TorchHook &operator=(const TorchHook &) = delete;
+
+    // Throws std::runtime_error on a failed call or an output of the wrong shape.
+    void call(const HookBatch &batch, HookResult &result);
 
    private:
     struct Impl;

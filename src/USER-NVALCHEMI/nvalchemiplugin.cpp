@@ -1,6 +1,7 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI as a LAMMPS plugin: `plugin load nvalchemiplugin.so`
-   registers pair_style nvalchemi and computes nvalchemi/atom and nvalchemi/global. Built by cmake/plugin/CMakeLists.txt.
+   registers pair_style nvalchemi, fix nvalchemi/dd and computes nvalchemi/atom and
+   nvalchemi/global. Built by cmake/plugin/CMakeLists.txt.
 ------------------------------------------------------------------------- */
 
 #include "lammpsplugin.h"
@@ -8,6 +9,7 @@
 
 #include "compute_nvalchemi_atom.h"
 #include "compute_nvalchemi_global.h"
+#include "fix_nvalchemi_dd.h"
 #include "pair_nvalchemi.h"
 
 using namespace LAMMPS_NS;
@@ -20,6 +22,9 @@ static Compute *nvalchemi_atom_creator(LAMMPS *lmp, int narg, char **arg)
 
 static Compute *nvalchemi_global_creator(LAMMPS *lmp, int narg, char **arg)
 { return new ComputeNVAlchemiGlobal(lmp, narg, arg); }
+
+static Fix *nvalchemi_dd_creator(LAMMPS *lmp, int narg, char **arg)
+{ return new FixNVAlchemiDD(lmp, narg, arg); }
 
 // the plugin is compiled with hidden visibility (its classes never bind to a built-in copy of
 // the package); only the entry point LAMMPS looks up is exported
@@ -47,5 +52,11 @@ extern "C" __attribute__((visibility("default"))) void lammpsplugin_init(void *l
   plugin.name = "nvalchemi/global";
   plugin.info = "USER-NVALCHEMI compute nvalchemi/global (per-system model outputs)";
   plugin.creator.v2 = (lammpsplugin_factory2 *) &nvalchemi_global_creator;
+  (*register_plugin)(&plugin, lmp);
+
+  plugin.style = "fix";
+  plugin.name = "nvalchemi/dd";
+  plugin.info = "USER-NVALCHEMI fix nvalchemi/dd (domain-decomposition hooks and statistics)";
+  plugin.creator.v2 = (lammpsplugin_factory2 *) &nvalchemi_dd_creator;
   (*register_plugin)(&plugin, lmp);
 }

@@ -22,18 +22,21 @@
 #include "memory.h"
 #include "neigh_list.h"
 #include "neighbor.h"
+#include "platform.h"
 #include "update.h"
 
 #include "nvalchemi_graph.h"
+#include "nvalchemi_lammps.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -75,6 +78,16 @@ int64_t row_width(const NVAlchemi::OutputTensor &t)
   for (size_t d = 1; d < t.shape.size(); ++d) width *= t.shape[d];
   return width;
 }
+
+using NVAlchemi::VIRIAL_VOIGT;
+
+// accumulates the wall time since construction into `total`
+struct Stopwatch {
+  explicit Stopwatch(double &total) : total(total), start(platform::walltime()) {}
+  ~Stopwatch() { total += platform::walltime() - start; }
+  double &total;
+  double start;
+};
 }    // namespace
 
 // the exchange ops' rows, served by the pair style's communication
@@ -86,11 +99,22 @@ class RowExchange : public NVAlchemi::Exchanger {
   }
   int64_t num_rows() const override { return graph.num_rows(); }
   int64_t num_owned() const override { return graph.n_owned; }
-  void refresh(double *rows, int width) override { pair->refresh_rows(rows, width); }
+  void refresh(double *rows, int width) override
+  {
+    Stopwatch watch(seconds);
+    pair->refresh_rows(rows, width);
+  }
   void sum_into_owners(double *rows, int width) override
-  { pair->sum_rows_into_owners(rows, width); }
+  {
+    Stopwatch watch(seconds);
+    pair->sum_rows_into_owners(rows, width);
+  }
   void sum_over_ranks(double *values, int n) override
-  { MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world); }
+  {
+    Stopwatch watch(seconds);
+    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world);
+  }
+  double seconds = 0.0;    // spent in the ops
 
  private:
   PairNVAlchemi *pair;
@@ -109,6 +133,7 @@ struct PairNVAlchemi::State {
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
   std::vector<double> atom_values;          // per-atom scratch of the exchange ops
+  std::vector<double> row_forces;           // [rows][3] scratch
   std::unique_ptr<RowExchange> exchange;    // set in halo mode layerwise only
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
@@ -120,10 +145,49 @@ struct PairNVAlchemi::State {
   std::map<std::string, Consolidated> consolidated;
 
   const OutputSpec &output_spec(const std::string &name) const { return spec.outputs.at(name); }
-  const NVAlchemi::OutputTensor *tensor(const std::string &name) const
+  static const NVAlchemi::OutputTensor *tensor(const NVAlchemi::ModelOutputs &outputs,
+                                               const std::string &name)
   {
     auto it = outputs.tensors.find(name);
     return it == outputs.tensors.end() ? nullptr : &it->second;
+  }
+  const NVAlchemi::OutputTensor *tensor(const std::string &name) const
+  { return tensor(outputs, name); }
+
+  // rows of a model output that carry its consolidated value: all rows for partials that the
+  // owners sum, else the owned rows
+  size_t consolidated_rows(const std::string &key, const NVAlchemi::Graph &g) const
+  { return sums_ghost_rows(output_spec(key)) ? g.row_atom.size() : static_cast<size_t>(g.n_owned); }
+
+  // This rank's share of one evaluation, by the rules the tallies follow: forces on the
+  // graph's rows (ghost rows hold partials for their owners) and the virial from the edges, or
+  // the model's own forces and virial. Throws std::runtime_error on a missing output.
+  void rank_share(const NVAlchemi::Graph &g, const NVAlchemi::ModelOutputs &out, int nprocs,
+                  PairNVAlchemi::Contribution &c, std::vector<double> &forces) const
+  {
+    c.energy = out.energy_share;
+    if (share.differentiate) {
+      for (double component : out.edge_gradients)
+        c.force_scale = std::max(c.force_scale, std::fabs(component));
+      NVAlchemi::edge_forces(g, out.edge_gradients, forces);
+      c.has_virial = true;
+      for (int64_t e = 0; e < g.num_edges(); ++e)
+        for (int v = 0; v < 6; ++v)
+          c.virial[v] -= g.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] * out.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
+      return;
+    }
+    const NVAlchemi::OutputTensor *f = tensor(out, "forces");
+    if (!f || f->values.size() != 3 * g.row_atom.size())
+      throw std::runtime_error("force strategy 'model' needs output 'forces' with 3 values per atom");
+    forces.assign(f->values.size(), 0.0);
+    std::copy_n(f->values.begin(), 3 * consolidated_rows("forces", g), forces.begin());
+    for (double component : forces) c.force_scale = std::max(c.force_scale, std::fabs(component));
+    const NVAlchemi::OutputTensor *w = tensor(out, "virial");
+    c.has_virial = w && w->values.size() == 9 && spec.outputs.count("virial");
+    if (c.has_virial) {
+      const double weight = rank_share_weight(output_spec("virial"), nprocs);
+      for (int v = 0; v < 6; ++v) c.virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+    }
   }
 };
 
@@ -228,30 +292,12 @@ void PairNVAlchemi::settings(int narg, char **arg)
 
 void PairNVAlchemi::load_model(const char *file)
 {
-  static constexpr int CHUNK = 1 << 30;    // MPI counts are ints
   std::string archive;
-  bigint size = -1;
-  if (comm->me == 0) {
-    const std::string path = utils::get_potential_file_path(file);
-    FILE *fp = path.empty() ? nullptr : fopen(path.c_str(), "rb");
-    if (fp) {
-      char buffer[1 << 16];
-      size_t n;
-      while ((n = fread(buffer, 1, sizeof(buffer), fp)) > 0) archive.append(buffer, n);
-      if (!ferror(fp)) size = static_cast<bigint>(archive.size());
-      fclose(fp);
-    }
-  }
-  MPI_Bcast(&size, 1, MPI_LMP_BIGINT, 0, world);
-  if (size < 0)
+  if (!NVAlchemi::read_and_broadcast(lmp, file, archive))
     error->all(FLERR, 1,
                "Cannot open pair_style nvalchemi model file {}: check the path (relative paths "
                "are also searched in $LAMMPS_POTENTIALS)",
                file);
-  archive.resize(size);
-  for (bigint offset = 0; offset < size; offset += CHUNK)
-    MPI_Bcast(&archive[offset], static_cast<int>(std::min<bigint>(CHUNK, size - offset)), MPI_CHAR,
-              0, world);
 
   State &s = *state;
   s.model_file = file;
@@ -426,6 +472,7 @@ double PairNVAlchemi::init_one(int i, int j)
 
 void PairNVAlchemi::compute(int eflag, int vflag)
 {
+  const double start = platform::walltime();
   ev_init(eflag, vflag);
 
   State &s = *state;
@@ -437,16 +484,15 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                                           list->firstneigh, NEIGHMASK};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
 
-  NVAlchemi::Cell cell = {{{domain->xprd, 0.0, 0.0},
-                           {domain->xy, domain->yprd, 0.0},
-                           {domain->xz, domain->yz, domain->zprd}},
-                          {domain->xperiodic != 0, domain->yperiodic != 0, domain->zperiodic != 0}};
+  if (s.exchange) s.exchange->seconds = 0.0;
+  const double model_start = platform::walltime();
   try {
-    s.model->evaluate(s.graph, cell, s.share, s.exchange.get(), s.outputs);
+    s.model->evaluate(s.graph, NVAlchemi::box_cell(domain), s.share, s.exchange.get(), s.outputs);
   } catch (std::exception &e) {
     error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                s.model_file, update->ntimestep, e.what());
   }
+  const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
 
   tally_energy();
@@ -455,6 +501,12 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   else
     tally_model_forces();
   if (vflag_fdotr) virial_fdotr_compute();
+
+  summary.exchange = s.exchange ? s.exchange->seconds : 0.0;
+  summary.model = model_seconds - summary.exchange;
+  summary.glue = platform::walltime() - start - model_seconds;
+  summary.edges = s.graph.num_edges();
+  summary.energy_share = s.outputs.energy_share;
 }
 
 /* ----------------------------------------------------------------------
@@ -489,28 +541,23 @@ void PairNVAlchemi::tally_energy()
 
 void PairNVAlchemi::tally_edge_forces()
 {
-  const State &s = *state;
+  State &s = *state;
   double **f = atom->f;
-  const int nlocal = atom->nlocal;
   const std::vector<int> &row_atom = s.graph.row_atom;
+  NVAlchemi::edge_forces(s.graph, s.outputs.edge_gradients, s.row_forces);
+  for (size_t r = 0; r < row_atom.size(); ++r)
+    for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += s.row_forces[3 * r + d];
+  if (!vflag_either) return;
+
+  const int nlocal = atom->nlocal;
   const int64_t *edges = s.graph.edges.data();
   const double *rij = s.graph.edge_vectors.data();
   const double *grad = s.outputs.edge_gradients.data();
-  const int64_t nedges = s.graph.num_edges();
-  for (int64_t e = 0; e < nedges; ++e) {
-    const int j = row_atom[edges[2 * e]];
-    const int i = row_atom[edges[2 * e + 1]];
+  for (int64_t e = 0; e < s.graph.num_edges(); ++e) {
     const double *g = grad + 3 * e;
-    f[i][0] -= g[0];
-    f[i][1] -= g[1];
-    f[i][2] -= g[2];
-    f[j][0] += g[0];
-    f[j][1] += g[1];
-    f[j][2] += g[2];
-    if (vflag_either) {
-      const double *r = rij + 3 * e;
-      ev_tally_xyz(i, j, nlocal, 1, 0.0, 0.0, -g[0], -g[1], -g[2], r[0], r[1], r[2]);
-    }
+    const double *r = rij + 3 * e;
+    ev_tally_xyz(row_atom[edges[2 * e + 1]], row_atom[edges[2 * e]], nlocal, 1, 0.0, 0.0, -g[0],
+                 -g[1], -g[2], r[0], r[1], r[2]);
   }
 }
 
@@ -535,9 +582,8 @@ void PairNVAlchemi::tally_model_forces()
     return t->values.data();
   };
   const auto consolidated_rows = [&](const std::string &key) {
-    return sums_ghost_rows(s.output_spec(key)) ? nrows : static_cast<size_t>(s.graph.n_owned);
+    return s.consolidated_rows(key, s.graph);
   };
-  static constexpr int VOIGT[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
 
   double **f = atom->f;
   const double *forces = rows_of("forces", 3);
@@ -551,7 +597,7 @@ void PairNVAlchemi::tally_model_forces()
                  "The global virial without F dot r (pair_modify nofdotr) needs model output "
                  "'virial' [1,3,3], declared per_graph");
     const double weight = rank_share_weight(s.output_spec("virial"), comm->nprocs);
-    for (int v = 0; v < 6; ++v) virial[v] += weight * w->values[3 * VOIGT[v][0] + VOIGT[v][1]];
+    for (int v = 0; v < 6; ++v) virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
   if (vflag_atom) {
     const std::string &key = *s.spec.node_virial_key;
@@ -561,7 +607,7 @@ void PairNVAlchemi::tally_model_forces()
                  key);
     const double *w = rows_of(key, 9);
     for (size_t r = 0, n = consolidated_rows(key); r < n; ++r)
-      for (int v = 0; v < 6; ++v) vatom[row_atom[r]][v] += w[9 * r + 3 * VOIGT[v][0] + VOIGT[v][1]];
+      for (int v = 0; v < 6; ++v) vatom[row_atom[r]][v] += w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
 }
 
@@ -726,6 +772,70 @@ void PairNVAlchemi::unpack_reverse_comm(int n, int *list, double *buf)
     for (int c = 0; c < columns; ++c)
       comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c] += buf[m++];
 }
+
+/* ----------------------------------------------------------------------
+   the last evaluation's share of energy, forces and virial, summed over
+   ranks; ghost-row forces go home by reverse communication
+------------------------------------------------------------------------- */
+
+PairNVAlchemi::Contribution PairNVAlchemi::decomposed_contribution()
+{
+  State &s = *state;
+  if (s.evaluations == 0)
+    error->all(FLERR, Error::NOLASTLINE, "pair_style nvalchemi has not run its model yet");
+  Contribution c;
+  try {
+    s.rank_share(s.graph, s.outputs, comm->nprocs, c, s.row_forces);
+  } catch (std::exception &e) {
+    error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {}: {}", s.model_file,
+               e.what());
+  }
+  const int nlocal = atom->nlocal;
+  std::vector<double> atom_forces(3 * static_cast<size_t>(nlocal + atom->nghost), 0.0);
+  for (size_t r = 0; r < s.graph.row_atom.size(); ++r)
+    for (int d = 0; d < 3; ++d) atom_forces[3 * s.graph.row_atom[r] + d] += s.row_forces[3 * r + d];
+  reverse_sum(atom_forces.data(), 3);
+  c.forces.assign(atom_forces.begin(), atom_forces.begin() + 3 * nlocal);
+
+  double sums[7] = {c.energy, c.virial[0], c.virial[1], c.virial[2],
+                    c.virial[3], c.virial[4], c.virial[5]};
+  MPI_Allreduce(MPI_IN_PLACE, sums, 7, MPI_DOUBLE, MPI_SUM, world);
+  c.energy = sums[0];
+  std::copy_n(sums + 1, 6, c.virial);
+  return c;
+}
+
+PairNVAlchemi::Contribution PairNVAlchemi::reference_contribution(const std::vector<double> &x,
+                                                                  const std::vector<int> &type)
+{
+  State &s = *state;
+  std::vector<int64_t> atomic_numbers(type.size());
+  for (size_t i = 0; i < type.size(); ++i) atomic_numbers[i] = s.atomic_number_of_type[type[i]];
+  const NVAlchemi::Cell cell = NVAlchemi::box_cell(domain);
+  NVAlchemi::Graph graph;
+  NVAlchemi::build_periodic_graph(x, atomic_numbers, cell, cutoff, graph);
+  NVAlchemi::SingleProcessExchange single_process(graph.num_rows());
+  NVAlchemi::EnergyShare share = s.share;
+  share.weight = 1.0;    // one process holds the whole energy
+  NVAlchemi::ModelOutputs outputs;
+  Contribution c;
+  std::vector<double> row_forces;
+  try {
+    s.model->evaluate(graph, cell, share, s.exchange ? &single_process : nullptr, outputs);
+    s.rank_share(graph, outputs, 1, c, row_forces);
+  } catch (std::exception &e) {
+    error->one(FLERR, Error::NOLASTLINE,
+               "pair_style nvalchemi: model {} failed on the single-process reference: {}",
+               s.model_file, e.what());
+  }
+  c.forces.assign(3 * type.size(), 0.0);
+  for (size_t r = 0; r < graph.row_atom.size(); ++r)
+    std::copy_n(&row_forces[3 * r], 3, &c.forces[3 * static_cast<size_t>(graph.row_atom[r])]);
+  return c;
+}
+
+const std::vector<int> &PairNVAlchemi::atomic_number_of_type() const
+{ return state->atomic_number_of_type; }
 
 /* ---------------------------------------------------------------------- */
 

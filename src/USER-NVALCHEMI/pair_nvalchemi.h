@@ -18,6 +18,8 @@ PairStyle(nvalchemi,PairNVAlchemi);
 
 #include "pair.h"
 
+#include <vector>
+
 namespace LAMMPS_NS {
 
 class PairNVAlchemi : public Pair {
@@ -42,6 +44,34 @@ class PairNVAlchemi : public Pair {
   const double *peratom_output(const char *name, int width);
   const double *global_output(const char *name, int size);
 
+  // The model's share of energy, forces and virial in one evaluation (fix nvalchemi/dd
+  // validate compares the decomposed run with the single-process reference).
+  struct Contribution {
+    double energy = 0.0;
+    bool has_virial = false;    // false: a model with its own forces and no 'virial' output
+    double virial[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};    // xx yy zz xy xz yz
+    std::vector<double> forces;                           // [atoms][3]
+    // largest force term on this rank (edge-gradient component, or model force component):
+    // the scale that forces cancelling to zero, as in a perfect crystal, are judged against
+    double force_scale = 0.0;
+  };
+  // Collective: this run's last evaluation, consolidated; forces of owned atoms [0, nlocal).
+  Contribution decomposed_contribution();
+  // Rank-local: the model on a whole system (positions [natoms][3], LAMMPS types) in one
+  // process, periodic images as edge shifts, no ghost atoms; forces in input order.
+  Contribution reference_contribution(const std::vector<double> &x, const std::vector<int> &type);
+
+  // This rank's last step. Wall times in seconds: the model call without the exchange ops it
+  // made, the exchange ops, and the rest of compute() (graph building, consolidation, tallies).
+  struct StepSummary {
+    double model = 0.0, exchange = 0.0, glue = 0.0;
+    bigint edges = 0;
+    double energy_share = 0.0;    // this rank's share of the energy (sums to the total)
+  };
+  const StepSummary &last_step() const { return summary; }
+  // element of each atom type (0: NULL), [ntypes+1]; empty before pair_coeff
+  const std::vector<int> &atomic_number_of_type() const;
+
   // the exchange ops' view of the model rows (torch.ops.nvalchemi.*), collective
   void refresh_rows(double *rows, int width);
   void sum_rows_into_owners(double *rows, int width);
@@ -50,6 +80,7 @@ class PairNVAlchemi : public Pair {
   struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)
   State *state;
   double cutoff;
+  StepSummary summary;
   double saved_cutghostuser;    // comm_modify cutoff before a deep halo raised it; < 0: untouched
 
   // forward/reverse communication of `comm_width` values per atom, in passes of

@@ -4,8 +4,10 @@
 set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_atom.cpp
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_global.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/fix_nvalchemi_dd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
 set(NVALCHEMI_TORCH_SOURCES

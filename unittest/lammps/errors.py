@@ -1,4 +1,5 @@
-"""Bad input to pair_style nvalchemi gives a clear LAMMPS error, on 2 ranks, without a hang.
+"""Bad input to pair_style nvalchemi and fix nvalchemi/dd gives a clear LAMMPS error, on 2 ranks,
+without a hang.
 
 Each case runs a small LAMMPS input on 2 MPI ranks and asserts a non-zero exit and the expected
 ERROR message. The broken models are written here with the project's own export helper.
@@ -48,8 +49,26 @@ class CallsOps(torch.nn.Module):
         return {"atomic_energies": 0.0 * x}
 
 
+class HookNoVirial(torch.nn.Module):
+    """A bias hook that returns energy but no virial."""
+
+    def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        return {"energy": batch["positions"].sum()}
+
+
+class HookBadForces(torch.nn.Module):
+    """Returns one force row too many."""
+
+    def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        n = batch["positions"].shape[0]
+        return {"forces": torch.zeros(n + 1, 3, dtype=torch.float64)}
+
+
 def make_models(workdir):
     models = {}
+    for name, hook in (("hook_no_virial", HookNoVirial()), ("hook_bad_forces", HookBadForces())):
+        models[name] = os.path.join(workdir, f"{name}.pt")
+        torch.jit.script(hook).save(models[name])
     plain = torch.jit.script(WrongShape())
     models["no_metadata"] = os.path.join(workdir, "no_metadata.pt")
     torch.jit.save(plain, models["no_metadata"])
@@ -123,6 +142,29 @@ def cases(lj_model, models):
         ("newton pair off", dict(ok, newton="newton off on\n"), r"requires newton pair on"),
         ("model output of the wrong shape", dict(ok, model=models["wrong_shape"]),
          r"model .*wrong_shape\.pt failed on step 0: 'atomic_energies' must have one row per atom"),
+        # fix nvalchemi/dd
+        ("fix: unknown keyword", dict(ok, after="fix dd all nvalchemi/dd bogus 1\n"),
+         r"Unknown fix nvalchemi/dd keyword: bogus"),
+        ("fix: zero interval", dict(ok, after="fix dd all nvalchemi/dd validate 0 1e-10\n"),
+         r"fix nvalchemi/dd validate: the interval must be > 0, got 0"),
+        ("fix: unknown hook scope", dict(ok, after="fix dd all nvalchemi/dd hook h.pt everywhere 1\n"),
+         r"hook scope must be local, global or rank_zero, got everywhere"),
+        ("fix: missing hook file", dict(ok, after="fix dd all nvalchemi/dd hook /nonexistent/h.pt local 1\n"),
+         r"Cannot open fix nvalchemi/dd hook file /nonexistent/h\.pt"),
+        ("fix: hook that is not TorchScript", dict(ok, after=f"fix dd all nvalchemi/dd hook {models['not_torchscript']} local 1\n"),
+         r"Cannot load fix nvalchemi/dd hook .*not_torchscript\.pt as a TorchScript module"),
+        ("fix: maxforce without guard", dict(ok, after="fix dd all nvalchemi/dd maxforce 10 clamp\n"),
+         r"maxforce needs the guard keyword"),
+        ("fix: validate without a model", dict(ok, after="pair_style lj/cut 2.5\npair_coeff * * 1 1\n"
+                                               "fix dd all nvalchemi/dd validate 1 1e-10\n"),
+         r"validate needs exactly one pair_style nvalchemi \(found 0\)"),
+        ("fix: energy without a hook", dict(ok, after="fix dd all nvalchemi/dd\nfix_modify dd energy yes\n"),
+         r"Fix dd nvalchemi/dd does not support fix_modify energy command"),
+        ("fix: hook without the virial fix_modify asks for",
+         dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_no_virial']} global 1\nfix_modify dd virial yes\n"),
+         r"fix_modify virial yes needs fix nvalchemi/dd hook .*hook_no_virial\.pt to return 'virial'"),
+        ("fix: hook forces of the wrong shape", dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_bad_forces']} local 1\n"),
+         r"Fix nvalchemi/dd hook .*hook_bad_forces\.pt failed on step 0: the hook's output 'forces' has \d+ values, expected"),
     ]
 
 

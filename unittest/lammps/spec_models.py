@@ -27,6 +27,9 @@ kind x reduce combination, each with a value that is easy to reason about:
 
 with w = exp(-r^2) for an edge of length r. Consolidated, coordination, coordination_owned and
 coordination_none are equal, and every output is independent of the number of ranks.
+
+nan_probe.pt: Lennard-Jones with its own forces (run it with `forces model`), species Ar and
+Ne, except that every Ne atom's force is NaN: fix nvalchemi/dd guard must name exactly those atoms.
 """
 
 import os
@@ -36,7 +39,7 @@ from typing import Dict
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-from lennard_jones import LennardJones  # noqa: E402
+from lennard_jones import MODEL_FORCES_OUTPUTS, LennardJones  # noqa: E402
 import nvalchemi_ops  # noqa: E402,F401  (torch.ops.nvalchemi for scripting)
 from nvalchemi_export import save_model  # noqa: E402
 
@@ -105,6 +108,18 @@ class ExchangeProbe(torch.nn.Module):
         return {"atomic_energies": e * owned}
 
 
+class NaNProbe(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lj = LennardJones(1.0, 1.0, 2.5, False, True)
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        outputs = self.lj(inputs)
+        neon = (inputs["atomic_numbers"] == 10).unsqueeze(1)
+        outputs["forces"] = torch.where(neon, torch.full_like(outputs["forces"], float("nan")), outputs["forces"])
+        return outputs
+
+
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
@@ -113,6 +128,8 @@ def main():
     save_model(Probe(), os.path.join(outdir, "lj_probe.pt"), cutoff=2.5, species=[18], units="lj", spec=spec)
     save_model(ExchangeProbe(), os.path.join(outdir, "exchange_probe.pt"), cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
+    save_model(NaNProbe(), os.path.join(outdir, "nan_probe.pt"), cutoff=2.5, species=[18, 10], units="lj",
+               spec={"preset": "SPEC_LJ_HALO", "outputs": MODEL_FORCES_OUTPUTS})
 
 
 if __name__ == "__main__":

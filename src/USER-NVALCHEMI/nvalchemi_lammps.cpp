@@ -1,0 +1,51 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: helpers shared by the package's LAMMPS styles.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_lammps.h"
+
+#include "comm.h"
+#include "domain.h"
+#include "utils.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  Cell box_cell(const Domain *domain)
+  {
+    return {{{domain->xprd, 0.0, 0.0},
+             {domain->xy, domain->yprd, 0.0},
+             {domain->xz, domain->yz, domain->zprd}},
+            {domain->xperiodic != 0, domain->yperiodic != 0, domain->zperiodic != 0}};
+  }
+
+  bool read_and_broadcast(LAMMPS *lmp, const std::string &file, std::string &bytes)
+  {
+    static constexpr int CHUNK = 1 << 30;    // MPI counts are ints
+    bytes.clear();
+    bigint size = -1;
+    if (lmp->comm->me == 0) {
+      const std::string path = utils::get_potential_file_path(file);
+      FILE *fp = path.empty() ? nullptr : fopen(path.c_str(), "rb");
+      if (fp) {
+        char buffer[1 << 16];
+        size_t n;
+        while ((n = fread(buffer, 1, sizeof(buffer), fp)) > 0) bytes.append(buffer, n);
+        if (!ferror(fp)) size = static_cast<bigint>(bytes.size());
+        fclose(fp);
+      }
+    }
+    MPI_Bcast(&size, 1, MPI_LMP_BIGINT, 0, lmp->world);
+    if (size < 0) return false;
+    bytes.resize(size);
+    for (bigint offset = 0; offset < size; offset += CHUNK)
+      MPI_Bcast(&bytes[offset], static_cast<int>(std::min<bigint>(CHUNK, size - offset)), MPI_CHAR,
+                0, lmp->world);
+    return true;
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

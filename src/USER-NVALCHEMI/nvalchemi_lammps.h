@@ -1,0 +1,31 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: helpers shared by the package's LAMMPS styles.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_LAMMPS_H
+#define LMP_NVALCHEMI_LAMMPS_H
+
+#include "nvalchemi_graph.h"
+
+#include <string>
+
+namespace LAMMPS_NS {
+class Domain;
+class LAMMPS;
+namespace NVAlchemi {
+
+  // LAMMPS order of the 6 virial components (xx yy zz xy xz yz) in a row-major [3,3] tensor
+  static constexpr int VIRIAL_VOIGT[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+
+  // the simulation box as lattice vectors (rows) and periodic flags
+  Cell box_cell(const Domain *domain);
+
+  // Rank 0 reads `file` (relative paths are also searched in $LAMMPS_POTENTIALS) and every rank
+  // receives the same bytes, so a bad file fails identically on all ranks. Collective.
+  // Returns false on every rank when rank 0 cannot read the file.
+  bool read_and_broadcast(LAMMPS *lmp, const std::string &file, std::string &bytes);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif
