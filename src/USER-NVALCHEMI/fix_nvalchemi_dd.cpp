@@ -105,8 +105,9 @@ void gather_rows(const std::vector<double> &mine, int width, bool everywhere, MP
   if (g.rows.empty()) return;
   g.by_id.resize(total);
   std::iota(g.by_id.begin(), g.by_id.end(), 0);
-  std::sort(g.by_id.begin(), g.by_id.end(),
-            [&](int a, int b) { return g.rows[a * width] < g.rows[b * width]; });
+  std::sort(g.by_id.begin(), g.by_id.end(), [&](int a, int b) {
+    return g.rows[a * width] < g.rows[b * width];
+  });
 }
 
 // largest absolute difference, and relative to the largest reference value (or to `scale`, when
@@ -210,8 +211,8 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
         error->all(FLERR, iarg + 1, "fix nvalchemi/dd maxforce must be > 0, got {}", arg[iarg + 1]);
       const std::string action = arg[iarg + 2];
       if (action != "clamp" && action != "abort")
-        error->all(FLERR, iarg + 2, "fix nvalchemi/dd maxforce action must be clamp or abort, got {}",
-                   action);
+        error->all(FLERR, iarg + 2,
+                   "fix nvalchemi/dd maxforce action must be clamp or abort, got {}", action);
       h.clamp = action == "clamp";
       iarg += 3;
     } else if (keyword == "drift") {
@@ -307,9 +308,7 @@ FixNVAlchemiDD::~FixNVAlchemiDD()
 /* ---------------------------------------------------------------------- */
 
 int FixNVAlchemiDD::setmask()
-{
-  return POST_FORCE | MIN_POST_FORCE | END_OF_STEP | POST_RUN;
-}
+{ return POST_FORCE | MIN_POST_FORCE | END_OF_STEP | POST_RUN; }
 
 /* ---------------------------------------------------------------------- */
 
@@ -385,9 +384,7 @@ void FixNVAlchemiDD::post_force(int vflag)
 }
 
 void FixNVAlchemiDD::min_post_force(int vflag)
-{
-  post_force(vflag);
-}
+{ post_force(vflag); }
 
 /* ----------------------------------------------------------------------
    after the step: owner changes (every step), drift, snapshots
@@ -421,9 +418,7 @@ void FixNVAlchemiDD::post_run()
 }
 
 bool FixNVAlchemiDD::due(int every) const
-{
-  return every > 0 && update->ntimestep % every == 0;
-}
+{ return every > 0 && update->ntimestep % every == 0; }
 
 /* ----------------------------------------------------------------------
    atoms whose owner changed since the previous count (they carry the rank
@@ -540,8 +535,9 @@ void FixNVAlchemiDD::validate()
       report += ", virial not compared (the model returns no 'virial')";
     }
     failed = !(worst <= h.validate_tolerance);
-    utils::logmesg(lmp, "fix nvalchemi/dd validate step {}: largest differences from the "
-                        "single-process reference: {}\n",
+    utils::logmesg(lmp,
+                   "fix nvalchemi/dd validate step {}: largest differences from the "
+                   "single-process reference: {}\n",
                    update->ntimestep, report);
   }
   MPI_Bcast(&failed, 1, MPI_INT, 0, world);
@@ -645,7 +641,8 @@ void FixNVAlchemiDD::run_hook()
                    static_cast<int>(own.size()), MPI_DOUBLE, 0, world);
     }
   } else if (has_forces) {
-    const size_t first = h.hook_scope == Scope::GLOBAL ? 3 * static_cast<size_t>(g.displs[comm->me]) : 0;
+    const size_t first = h.hook_scope == Scope::GLOBAL ? 3 * static_cast<size_t>(g.displs[comm->me])
+                                                       : 0;
     std::copy_n(added.begin() + first, own.size(), own.begin());
   }
   double **f = atom->f;
@@ -687,7 +684,7 @@ void FixNVAlchemiDD::guard()
   for (const PairNVAlchemi *model : h.models)
     if (!std::isfinite(model->last_step().energy_share)) bad_energy = 1;
 
-  std::vector<tagint> named;    // non-finite first, then above the threshold
+  std::vector<tagint> named;                   // non-finite first, then above the threshold
   bigint counts[4] = {bad_energy, 0, 0, 0};    // energy, non-finite, too large, clamped
   std::vector<tagint> too_large;
   const double max_sq = h.max_force * h.max_force;
@@ -731,19 +728,20 @@ void FixNVAlchemiDD::guard()
   for (int row : g.by_id) {
     const double *r = &g.rows[3 * static_cast<size_t>(row)];
     const int kind = static_cast<int>(r[2]);
-    atoms[kind] += kind == 2 ? fmt::format(" {}", static_cast<int>(r[1]))
-                             : fmt::format(" {} (rank {})", static_cast<bigint>(r[0]),
-                                           static_cast<int>(r[1]));
+    atoms[kind] += kind == 2
+        ? fmt::format(" {}", static_cast<int>(r[1]))
+        : fmt::format(" {} (rank {})", static_cast<bigint>(r[0]), static_cast<int>(r[1]));
   }
   std::string message;
   if (counts[0]) message += fmt::format("non-finite model energy on ranks{}; ", atoms[2]);
   if (counts[1])
     message += fmt::format("non-finite forces on {} atoms, IDs:{}; ", counts[1], atoms[0]);
   if (counts[2])
-    message += fmt::format("forces above maxforce {} on {} atoms, IDs:{}; ", h.max_force,
-                           counts[2], atoms[1]);
-  error->all(FLERR, Error::NOLASTLINE, "Fix nvalchemi/dd guard on step {}: {}(at most {} atoms "
-                                       "named per rank)",
+    message += fmt::format("forces above maxforce {} on {} atoms, IDs:{}; ", h.max_force, counts[2],
+                           atoms[1]);
+  error->all(FLERR, Error::NOLASTLINE,
+             "Fix nvalchemi/dd guard on step {}: {}(at most {} atoms "
+             "named per rank)",
              update->ntimestep, message, GUARD_REPORTED);
 }
 
@@ -884,14 +882,10 @@ void FixNVAlchemiDD::restart(char *buf)
 ------------------------------------------------------------------------- */
 
 void FixNVAlchemiDD::grow_arrays(int nmax)
-{
-  memory->grow(owner, nmax, "nvalchemi/dd:owner");
-}
+{ memory->grow(owner, nmax, "nvalchemi/dd:owner"); }
 
 void FixNVAlchemiDD::copy_arrays(int i, int j, int /*delflag*/)
-{
-  owner[j] = owner[i];
-}
+{ owner[j] = owner[i]; }
 
 int FixNVAlchemiDD::pack_exchange(int i, double *buf)
 {
@@ -921,16 +915,10 @@ void FixNVAlchemiDD::unpack_restart(int nlocal, int nth)
 }
 
 int FixNVAlchemiDD::size_restart(int /*nlocal*/)
-{
-  return 2;
-}
+{ return 2; }
 
 int FixNVAlchemiDD::maxsize_restart()
-{
-  return 2;
-}
+{ return 2; }
 
 double FixNVAlchemiDD::memory_usage()
-{
-  return static_cast<double>(atom->nmax) * sizeof(int);
-}
+{ return static_cast<double>(atom->nmax) * sizeof(int); }

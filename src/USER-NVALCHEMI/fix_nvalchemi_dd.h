@@ -50,7 +50,7 @@ class FixNVAlchemiDD : public Fix {
  protected:
   struct Impl;    // hook settings and state (LibTorch stays out of this header)
   Impl *impl;
-  int *owner;     // rank that owned each atom at the previous step
+  int *owner;    // rank that owned each atom at the previous step
 
   void count_owner_changes();
   void update_stats();

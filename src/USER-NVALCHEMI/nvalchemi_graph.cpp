@@ -68,16 +68,14 @@ namespace NVAlchemi {
                             const std::vector<int64_t> &atomic_numbers, const Cell &cell,
                             double cutoff, Graph &graph)
   {
-    const double(*h)[3] = cell.lattice;
-    const double cross[3][3] = {{h[1][1] * h[2][2] - h[1][2] * h[2][1],
-                                 h[1][2] * h[2][0] - h[1][0] * h[2][2],
-                                 h[1][0] * h[2][1] - h[1][1] * h[2][0]},
-                                {h[2][1] * h[0][2] - h[2][2] * h[0][1],
-                                 h[2][2] * h[0][0] - h[2][0] * h[0][2],
-                                 h[2][0] * h[0][1] - h[2][1] * h[0][0]},
-                                {h[0][1] * h[1][2] - h[0][2] * h[1][1],
-                                 h[0][2] * h[1][0] - h[0][0] * h[1][2],
-                                 h[0][0] * h[1][1] - h[0][1] * h[1][0]}};
+    const double (*h)[3] = cell.lattice;
+    const double cross[3][3] = {
+        {h[1][1] * h[2][2] - h[1][2] * h[2][1], h[1][2] * h[2][0] - h[1][0] * h[2][2],
+         h[1][0] * h[2][1] - h[1][1] * h[2][0]},
+        {h[2][1] * h[0][2] - h[2][2] * h[0][1], h[2][2] * h[0][0] - h[2][0] * h[0][2],
+         h[2][0] * h[0][1] - h[2][1] * h[0][0]},
+        {h[0][1] * h[1][2] - h[0][2] * h[1][1], h[0][2] * h[1][0] - h[0][0] * h[1][2],
+         h[0][0] * h[1][1] - h[0][1] * h[1][0]}};
     // cross[d] / volume is row d of the inverse lattice: s_d = x . cross[d] / volume
     const double volume = h[0][0] * cross[0][0] + h[0][1] * cross[0][1] + h[0][2] * cross[0][2];
 
@@ -161,7 +159,9 @@ namespace NVAlchemi {
       const int b = static_cast<int>((x[c] - lo[c]) / (hi[c] - lo[c] + 1e-300) * nbins[c]);
       return std::max(0, std::min(nbins[c] - 1, b));
     };
-    const auto bin_index = [&](int b0, int b1, int b2) { return (b0 * nbins[1] + b1) * nbins[2] + b2; };
+    const auto bin_index = [&](int b0, int b1, int b2) {
+      return (b0 * nbins[1] + b1) * nbins[2] + b2;
+    };
     std::vector<int> bin_start(static_cast<std::size_t>(nbins[0]) * nbins[1] * nbins[2] + 1, 0);
     std::vector<int> binned(images.size());
     for (const Image &image : images)

@@ -172,9 +172,10 @@ namespace NVAlchemi {
         inputs.insert("atomic_numbers",
                       to_tensor(batch.atomic_numbers, {n}, torch::kInt64, torch::kInt64));
       inputs.insert("cell", to_tensor(lattice, {1, 3, 3}, f64, f64));
-      inputs.insert("pbc", torch::tensor({batch.cell.pbc[0], batch.cell.pbc[1], batch.cell.pbc[2]},
-                                         torch::kBool)
-                               .view({1, 3}));
+      inputs.insert(
+          "pbc",
+          torch::tensor({batch.cell.pbc[0], batch.cell.pbc[1], batch.cell.pbc[2]}, torch::kBool)
+              .view({1, 3}));
 
       const c10::IValue value = impl->module.forward({inputs});
       if (!value.isGenericDict())

@@ -72,12 +72,12 @@ namespace NVAlchemi {
   // sorted by atom ID), row-major, double precision.
   struct HookBatch {
     int64_t n = 0;
-    std::vector<double> positions;           // [n][3], unwrapped
-    std::vector<double> velocities;          // [n][3]
-    std::vector<double> forces;              // [n][3], the forces so far on this step
-    std::vector<int64_t> atom_ids;           // [n]
-    std::vector<int64_t> atom_types;         // [n], LAMMPS types
-    std::vector<int64_t> atomic_numbers;     // [n], or empty when no model names the species
+    std::vector<double> positions;          // [n][3], unwrapped
+    std::vector<double> velocities;         // [n][3]
+    std::vector<double> forces;             // [n][3], the forces so far on this step
+    std::vector<int64_t> atom_ids;          // [n]
+    std::vector<int64_t> atom_types;        // [n], LAMMPS types
+    std::vector<int64_t> atomic_numbers;    // [n], or empty when no model names the species
     Cell cell;
   };
 

@@ -173,12 +173,14 @@ struct PairNVAlchemi::State {
       c.has_virial = true;
       for (int64_t e = 0; e < g.num_edges(); ++e)
         for (int v = 0; v < 6; ++v)
-          c.virial[v] -= g.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] * out.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
+          c.virial[v] -= g.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] *
+              out.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
       return;
     }
     const NVAlchemi::OutputTensor *f = tensor(out, "forces");
     if (!f || f->values.size() != 3 * g.row_atom.size())
-      throw std::runtime_error("force strategy 'model' needs output 'forces' with 3 values per atom");
+      throw std::runtime_error(
+          "force strategy 'model' needs output 'forces' with 3 values per atom");
     forces.assign(f->values.size(), 0.0);
     std::copy_n(f->values.begin(), 3 * consolidated_rows("forces", g), forces.begin());
     for (double component : forces) c.force_scale = std::max(c.force_scale, std::fabs(component));
@@ -186,7 +188,8 @@ struct PairNVAlchemi::State {
     c.has_virial = w && w->values.size() == 9 && spec.outputs.count("virial");
     if (c.has_virial) {
       const double weight = rank_share_weight(output_spec("virial"), nprocs);
-      for (int v = 0; v < 6; ++v) c.virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+      for (int v = 0; v < 6; ++v)
+        c.virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
     }
   }
 };
@@ -597,7 +600,8 @@ void PairNVAlchemi::tally_model_forces()
                  "The global virial without F dot r (pair_modify nofdotr) needs model output "
                  "'virial' [1,3,3], declared per_graph");
     const double weight = rank_share_weight(s.output_spec("virial"), comm->nprocs);
-    for (int v = 0; v < 6; ++v) virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+    for (int v = 0; v < 6; ++v)
+      virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
   if (vflag_atom) {
     const std::string &key = *s.spec.node_virial_key;
@@ -607,7 +611,8 @@ void PairNVAlchemi::tally_model_forces()
                  key);
     const double *w = rows_of(key, 9);
     for (size_t r = 0, n = consolidated_rows(key); r < n; ++r)
-      for (int v = 0; v < 6; ++v) vatom[row_atom[r]][v] += w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+      for (int v = 0; v < 6; ++v)
+        vatom[row_atom[r]][v] += w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
 }
 
@@ -797,7 +802,7 @@ PairNVAlchemi::Contribution PairNVAlchemi::decomposed_contribution()
   reverse_sum(atom_forces.data(), 3);
   c.forces.assign(atom_forces.begin(), atom_forces.begin() + 3 * nlocal);
 
-  double sums[7] = {c.energy, c.virial[0], c.virial[1], c.virial[2],
+  double sums[7] = {c.energy,    c.virial[0], c.virial[1], c.virial[2],
                     c.virial[3], c.virial[4], c.virial[5]};
   MPI_Allreduce(MPI_IN_PLACE, sums, 7, MPI_DOUBLE, MPI_SUM, world);
   c.energy = sums[0];

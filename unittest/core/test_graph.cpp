@@ -71,8 +71,8 @@ namespace {
 // every (sender, receiver, edge vector) within the cutoff, by brute force over a wide range of
 // lattice images: the oracle for the binned single-process builder
 std::multiset<std::vector<double>> brute_force_edges(const std::vector<double> &x,
-                                                     const std::vector<int64_t> &z, const Cell &cell,
-                                                     double cutoff, int reach)
+                                                     const std::vector<int64_t> &z,
+                                                     const Cell &cell, double cutoff, int reach)
 {
   std::multiset<std::vector<double>> edges;
   const int n = static_cast<int>(z.size());
@@ -103,7 +103,8 @@ std::multiset<std::vector<double>> graph_edges(const Graph &g)
   std::multiset<std::vector<double>> edges;
   for (int64_t e = 0; e < g.num_edges(); ++e)
     edges.insert({double(g.row_atom[g.edges[2 * e]]), double(g.row_atom[g.edges[2 * e + 1]]),
-                  std::round(g.edge_vectors[3 * e] * 1e9), std::round(g.edge_vectors[3 * e + 1] * 1e9),
+                  std::round(g.edge_vectors[3 * e] * 1e9),
+                  std::round(g.edge_vectors[3 * e + 1] * 1e9),
                   std::round(g.edge_vectors[3 * e + 2] * 1e9)});
   return edges;
 }
@@ -114,7 +115,8 @@ TEST(PeriodicGraph, TriclinicCellSmallerThanCutoffMatchesBruteForce)
   // 5 atoms, one outside the cell and one of a species the model lacks; the cutoff exceeds the
   // cell heights, so atoms see several images of each other and of themselves
   const Cell cell = {{{2.0, 0.0, 0.0}, {0.7, 2.2, 0.0}, {-0.4, 0.5, 2.5}}, {true, true, true}};
-  const std::vector<double> x = {0.1, 0.2, 0.3, 1.5, 1.0, 0.2, 0.9, 2.0, 2.2, -0.8, 3.1, 1.0, 1.0, 1.0, 1.0};
+  const std::vector<double> x = {0.1, 0.2,  0.3, 1.5, 1.0, 0.2, 0.9, 2.0,
+                                 2.2, -0.8, 3.1, 1.0, 1.0, 1.0, 1.0};
   const std::vector<int64_t> z = {18, 18, 18, 18, 0};
   Graph graph;
   build_periodic_graph(x, z, cell, 3.1, graph);

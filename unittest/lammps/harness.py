@@ -12,7 +12,10 @@ import numpy as np
 def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
                timeout: float = 300.0, wrapper: Optional[List[str]] = None) -> subprocess.CompletedProcess:
     """Run `lmp -in input_file` on `nranks` ranks; a hang becomes a failure after `timeout` seconds.
-    `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time)."""
+    `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time). A relative `lmp` path
+    is taken from the caller's directory, not from `cwd`."""
+    if os.sep in lmp:
+        lmp = os.path.abspath(lmp)
     cmd = [mpirun, "-np", str(nranks), "--oversubscribe"] + (wrapper or []) + [lmp, "-in", input_file, "-log", "log.lammps"]
     try:
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
