@@ -45,6 +45,14 @@ using namespace FixConst;
 
 namespace {
 enum class Scope { LOCAL, GLOBAL, RANK_ZERO };
+// where in a step the hook runs: initial_integrate, pre_force, post_force, end_of_step
+enum class Stage { BEFORE_STEP, BEFORE_COMPUTE, AFTER_COMPUTE, AFTER_STEP };
+constexpr const char *STAGE_NAMES[] = {"before_step", "before_compute", "after_compute",
+                                       "after_step"};
+
+// stages at which added forces act on this step's integration
+bool adds_forces(Stage stage)
+{ return stage == Stage::BEFORE_COMPUTE || stage == Stage::AFTER_COMPUTE; }
 
 // the global vector f_ID[1..]: names only for the doc and the bounds check
 enum Stat {
@@ -142,6 +150,7 @@ struct FixNVAlchemiDD::Impl {
   FILE *snapshot = nullptr;    // rank 0
   int hook_every = 0;
   Scope hook_scope = Scope::LOCAL;
+  Stage hook_stage = Stage::AFTER_COMPUTE;
   std::string hook_file;
   std::unique_ptr<NVAlchemi::TorchHook> hook;
 
@@ -173,6 +182,7 @@ struct FixNVAlchemiDD::Impl {
    fix ID group nvalchemi/dd [guard N] [maxforce F clamp|abort]
      [drift N window tolerance warn|error] [validate N tolerance]
      [snapshot N file] [hook file.pt local|global|rank_zero N]
+     [stage before_step|before_compute|after_compute|after_step]
 ------------------------------------------------------------------------- */
 
 FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
@@ -186,6 +196,7 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
   restart_peratom = 1;
 
   Impl &h = *impl;
+  bool stage_given = false;
   int iarg = 3;
   const auto need = [&](int n, const char *keyword) {
     if (iarg + n >= narg)
@@ -259,10 +270,24 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
       iarg += 3;
       h.hook_every = interval(0);
       iarg += 1;
+    } else if (keyword == "stage") {
+      need(1, "stage");
+      const std::string stage = arg[iarg + 1];
+      const auto *found = std::find(std::begin(STAGE_NAMES), std::end(STAGE_NAMES), stage);
+      if (found == std::end(STAGE_NAMES))
+        error->all(FLERR, iarg + 1,
+                   "fix nvalchemi/dd stage must be before_step, before_compute, after_compute or "
+                   "after_step, got {}",
+                   stage);
+      h.hook_stage = static_cast<Stage>(found - std::begin(STAGE_NAMES));
+      stage_given = true;
+      iarg += 2;
     } else {
       error->all(FLERR, iarg, "Unknown fix nvalchemi/dd keyword: {}", keyword);
     }
   }
+  if (stage_given && h.hook_file.empty())
+    error->all(FLERR, "fix nvalchemi/dd stage sets where the hook runs: it needs the hook keyword");
   if (h.max_force > 0.0 && h.guard_every == 0)
     error->all(FLERR, "fix nvalchemi/dd maxforce needs the guard keyword (guard N)");
 
@@ -308,7 +333,12 @@ FixNVAlchemiDD::~FixNVAlchemiDD()
 /* ---------------------------------------------------------------------- */
 
 int FixNVAlchemiDD::setmask()
-{ return POST_FORCE | MIN_POST_FORCE | END_OF_STEP | POST_RUN; }
+{
+  int mask = POST_FORCE | MIN_POST_FORCE | END_OF_STEP | POST_RUN;
+  if (impl->hook && impl->hook_stage == Stage::BEFORE_STEP) mask |= INITIAL_INTEGRATE;
+  if (impl->hook && impl->hook_stage == Stage::BEFORE_COMPUTE) mask |= PRE_FORCE | MIN_PRE_FORCE;
+  return mask;
+}
 
 /* ---------------------------------------------------------------------- */
 
@@ -317,6 +347,11 @@ void FixNVAlchemiDD::init()
   Impl &h = *impl;
   if (utils::strmatch(update->integrate_style, "^respa"))
     error->all(FLERR, Error::NOLASTLINE, "Fix nvalchemi/dd does not support run_style respa");
+  if ((thermo_energy || thermo_virial) && !adds_forces(h.hook_stage))
+    error->all(FLERR, Error::NOLASTLINE,
+               "fix_modify energy or virial with fix nvalchemi/dd needs the hook at stage "
+               "before_compute or after_compute (it is at {})",
+               STAGE_NAMES[static_cast<int>(h.hook_stage)]);
 
   h.models.clear();
   for (int n = 1;; ++n) {
@@ -371,6 +406,27 @@ void FixNVAlchemiDD::min_setup(int vflag)
 }
 
 /* ----------------------------------------------------------------------
+   the hook's stages; the virial is reset where the hook adds forces
+------------------------------------------------------------------------- */
+
+void FixNVAlchemiDD::initial_integrate(int /*vflag*/)
+{
+  if (due(impl->hook_every)) run_hook();
+}
+
+void FixNVAlchemiDD::setup_pre_force(int vflag)
+{ pre_force(vflag); }
+
+void FixNVAlchemiDD::min_pre_force(int vflag)
+{ pre_force(vflag); }
+
+void FixNVAlchemiDD::pre_force(int vflag)
+{
+  v_init(vflag);
+  if (due(impl->hook_every)) run_hook();
+}
+
+/* ----------------------------------------------------------------------
    after the forces: validate the model, run the hook, guard the forces
 ------------------------------------------------------------------------- */
 
@@ -378,8 +434,10 @@ void FixNVAlchemiDD::post_force(int vflag)
 {
   Impl &h = *impl;
   if (due(h.validate_every)) validate();
-  v_init(vflag);
-  if (h.hook && due(h.hook_every)) run_hook();
+  if (h.hook_stage == Stage::AFTER_COMPUTE) {
+    v_init(vflag);
+    if (h.hook && due(h.hook_every)) run_hook();
+  }
   if (due(h.guard_every)) guard();
 }
 
@@ -394,6 +452,7 @@ void FixNVAlchemiDD::end_of_step()
 {
   count_owner_changes();
   Impl &h = *impl;
+  if (h.hook && h.hook_stage == Stage::AFTER_STEP && due(h.hook_every)) run_hook();
   const bool drift = due(h.drift_every), snapshot = due(h.snapshot_every);
   if (!drift && !snapshot) return;
   modify->clearstep_compute();
@@ -629,8 +688,13 @@ void FixNVAlchemiDD::run_hook()
   // this rank's share of the module's forces
   std::vector<double> own(3 * members.size(), 0.0);
   int has_forces = result.has_forces;
+  if (h.hook_scope == Scope::RANK_ZERO) MPI_Bcast(&has_forces, 1, MPI_INT, 0, world);
+  if (has_forces && !adds_forces(h.hook_stage))
+    error->all(FLERR, Error::NOLASTLINE,
+               "Fix nvalchemi/dd hook {} returned forces at stage {}, where they would not act on "
+               "the step: run it at stage before_compute or after_compute, or return no 'forces'",
+               h.hook_file, STAGE_NAMES[static_cast<int>(h.hook_stage)]);
   if (h.hook_scope == Scope::RANK_ZERO) {
-    MPI_Bcast(&has_forces, 1, MPI_INT, 0, world);
     if (has_forces) {
       std::vector<int> counts(comm->nprocs), displs(comm->nprocs);
       for (int p = 0; p < comm->nprocs; ++p) {

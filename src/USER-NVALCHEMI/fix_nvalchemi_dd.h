@@ -27,7 +27,11 @@ class FixNVAlchemiDD : public Fix {
   int setmask() override;
   void init() override;
   void setup(int) override;
+  void setup_pre_force(int) override;
   void min_setup(int) override;
+  void initial_integrate(int) override;
+  void pre_force(int) override;
+  void min_pre_force(int) override;
   void post_force(int) override;
   void min_post_force(int) override;
   void end_of_step() override;

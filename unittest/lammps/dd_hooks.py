@@ -10,7 +10,9 @@
                       empty subdomains); fails on a misdeclared spec that is right on 1 rank
     --case hook       harmonic restraint hook vs fix spring/self, centre umbrella vs fix
                       spring tether, for each scope, on 1 and --np ranks; the hook's virial
-                      vs the value recomputed from the dump
+                      vs the value recomputed from the dump; the restraint at stage
+                      before_compute; an observer at stage after_step sees the velocities
+                      that the dump of that step holds
     --case snapshot   extended XYZ read back by ASE: every atom once, sorted, 1 = --np ranks
 
 Values are compared by relative difference (max |a - b| / max |b|) against --tol (1e-10).
@@ -23,7 +25,10 @@ import subprocess
 import sys
 import tempfile
 
+from typing import Dict
+
 import numpy as np
+import torch
 
 from harness import make_system, relative_difference, run_lammps
 
@@ -302,6 +307,15 @@ def case_validate(args, workdir, fail):
 
 # ---- hook ----------------------------------------------------------------------------------
 
+class KineticProbe(torch.nn.Module):
+    """An observer: prints sum |v|^2 and the number of atoms it is given, returns nothing."""
+
+    def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        v = batch["velocities"]
+        print("KINETIC_PROBE", float((v * v).sum()), v.shape[0])
+        return {}
+
+
 def case_hook(args, workdir, fail):
     data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
     comm, grid, _ = grid_commands(args)
@@ -334,6 +348,30 @@ def case_hook(args, workdir, fail):
                                data=data, pair=pair, body=fixes + watch)
         _, log = lammps(args, workdir, label, nranks, text)
         return thermo_table(log), read_dumps(os.path.join(workdir, label, "traj.dump"))
+
+    # the restraint before the pair forces: the same as after them
+    thermo, frames = run(f"hook_restraint_before_compute_np{args.np}", args.np,
+                         f"fix dd all nvalchemi/dd hook {restraint} local 1 stage before_compute\n"
+                         "fix_modify dd energy yes\n")
+    ref_thermo, ref_frames = run("native_restraint_stage_np1", 1, natives["restraint"])
+    worst = max(max(relative_difference(frames[s][:, 1:7], ref_frames[s][:, 1:7]),
+                    abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps))
+    fail.check(worst <= args.tol, f"restraint at stage before_compute, np{args.np}: equals fix spring/self: {worst:.1e}")
+
+    # an observer after the step sees the state the dump of that step writes
+    probe = os.path.join(workdir, "kinetic_probe.pt")
+    torch.jit.script(KineticProbe()).save(probe)
+    text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair, body=(
+        f"fix dd all nvalchemi/dd hook {probe} rank_zero 1 stage after_step\n"
+        "dump v all custom 1 v.dump id vx vy vz\ndump_modify v sort id format float %.17g\nrun 10\n"))
+    output, _ = lammps(args, workdir, "hook_observer", args.np, text)
+    printed = [(float(x), int(n)) for x, n in re.findall(r"KINETIC_PROBE (\S+) (\d+)", output)]
+    dumps = read_dumps(os.path.join(workdir, "hook_observer", "v.dump"))
+    expected = [(float(np.sum(dumps[s][:, 1:4] ** 2)), len(dumps[s])) for s in range(1, 11)]
+    fail.check(len(printed) == 10 and all(n == m and abs(a - b) <= args.tol * b for (a, n), (b, m) in
+                                          zip(printed, expected)),
+               f"observer at stage after_step, scope rank_zero, np{args.np}: called once per step on the "
+               f"whole group with the velocities of the step's dump ({len(printed)} calls)")
 
     for name, (module, scopes, virial) in hooks.items():
         native = {n: run(f"native_{name}_np{n}", n, natives[name]) for n in sorted({1, args.np})}

@@ -56,6 +56,13 @@ class HookNoVirial(torch.nn.Module):
         return {"energy": batch["positions"].sum()}
 
 
+class HookZeroForces(torch.nn.Module):
+    """Returns zero forces of the right shape."""
+
+    def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        return {"forces": torch.zeros_like(batch["positions"])}
+
+
 class HookBadForces(torch.nn.Module):
     """Returns one force row too many."""
 
@@ -66,7 +73,8 @@ class HookBadForces(torch.nn.Module):
 
 def make_models(workdir):
     models = {}
-    for name, hook in (("hook_no_virial", HookNoVirial()), ("hook_bad_forces", HookBadForces())):
+    for name, hook in (("hook_no_virial", HookNoVirial()), ("hook_bad_forces", HookBadForces()),
+                       ("hook_zero_forces", HookZeroForces())):
         models[name] = os.path.join(workdir, f"{name}.pt")
         torch.jit.script(hook).save(models[name])
     plain = torch.jit.script(WrongShape())
@@ -163,6 +171,19 @@ def cases(lj_model, models):
         ("fix: hook without the virial fix_modify asks for",
          dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_no_virial']} global 1\nfix_modify dd virial yes\n"),
          r"fix_modify virial yes needs fix nvalchemi/dd hook .*hook_no_virial\.pt to return 'virial'"),
+        ("fix: unknown stage", dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_no_virial']} local 1 stage never\n"),
+         r"stage must be before_step, before_compute, after_compute or after_step, got never"),
+        ("fix: stage without a hook", dict(ok, after="fix dd all nvalchemi/dd stage after_step\n"),
+         r"stage sets where the hook runs: it needs the hook keyword"),
+        ("fix: hook energy at a stage without forces",
+         dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_no_virial']} global 1 stage after_step\n"
+                        "fix_modify dd energy yes\n"),
+         r"fix_modify energy or virial with fix nvalchemi/dd needs the hook at stage before_compute or "
+         r"after_compute \(it is at after_step\)"),
+        ("fix: hook forces at a stage where they cannot act",
+         dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_zero_forces']} rank_zero 1 stage after_step\n"
+                        "velocity all create 1.0 1\nfix nve all nve\nrun 1\n"),
+         r"hook .*hook_zero_forces\.pt returned forces at stage after_step, where they would not act"),
         ("fix: hook forces of the wrong shape", dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_bad_forces']} local 1\n"),
          r"Fix nvalchemi/dd hook .*hook_bad_forces\.pt failed on step 0: the hook's output 'forces' has \d+ values, expected"),
     ]
