@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/script.h>
 
+#include <chrono>
 #include <sstream>
 #include <stdexcept>
 
@@ -78,7 +79,12 @@ namespace NVAlchemi {
                             Exchanger *exchanger, ModelOutputs &outputs)
   {
     ExchangeScope scope(exchanger);
+    using Clock = std::chrono::steady_clock;
+    const auto seconds_since = [](Clock::time_point start) {
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
     rethrow_torch_errors([&] {
+      auto start = Clock::now();
       const int64_t nrows = graph.num_rows();
       const int64_t nedges = graph.num_edges();
       const torch::Dtype real = impl->dtype;
@@ -100,6 +106,8 @@ namespace NVAlchemi {
       inputs.insert("cell", to_tensor(lattice, {1, 3, 3}, torch::kFloat64, real));
       inputs.insert("pbc", pbc);
       inputs.insert("n_owned", torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64));
+
+      outputs.marshal_seconds = seconds_since(start);
 
       const c10::IValue result = impl->module.forward({inputs});
       if (!result.isGenericDict())
@@ -130,6 +138,7 @@ namespace NVAlchemi {
         outputs.edge_gradients.assign(g.data_ptr<double>(), g.data_ptr<double>() + 3 * nedges);
       }
 
+      start = Clock::now();
       outputs.tensors.clear();
       for (const auto &item : dict) {
         const auto tensor = item.value().toTensor().detach().to(torch::kFloat64).contiguous();
@@ -137,6 +146,7 @@ namespace NVAlchemi {
         out.shape.assign(tensor.sizes().begin(), tensor.sizes().end());
         out.values.assign(tensor.data_ptr<double>(), tensor.data_ptr<double>() + tensor.numel());
       }
+      outputs.marshal_seconds += seconds_since(start);
     });
   }
 

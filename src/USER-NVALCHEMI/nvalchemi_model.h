@@ -37,6 +37,7 @@ namespace NVAlchemi {
     std::map<std::string, OutputTensor> tensors;    // every output the model returned
     std::vector<double> edge_gradients;             // [edges][3]: dL_r / d edge_vectors
     double energy_share = 0.0;                      // L_r
+    double marshal_seconds = 0.0;    // spent converting inputs to tensors and outputs back
   };
 
   class TorchModel {

@@ -506,8 +506,8 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   if (vflag_fdotr) virial_fdotr_compute();
 
   summary.exchange = s.exchange ? s.exchange->seconds : 0.0;
-  summary.model = model_seconds - summary.exchange;
-  summary.glue = platform::walltime() - start - model_seconds;
+  summary.model = model_seconds - summary.exchange - s.outputs.marshal_seconds;
+  summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
   summary.edges = s.graph.num_edges();
   summary.energy_share = s.outputs.energy_share;
 }

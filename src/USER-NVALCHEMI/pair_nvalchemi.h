@@ -61,8 +61,9 @@ class PairNVAlchemi : public Pair {
   // process, periodic images as edge shifts, no ghost atoms; forces in input order.
   Contribution reference_contribution(const std::vector<double> &x, const std::vector<int> &type);
 
-  // This rank's last step. Wall times in seconds: the model call without the exchange ops it
-  // made, the exchange ops, and the rest of compute() (graph building, consolidation, tallies).
+  // This rank's last step. Wall times in seconds: the model's forward and backward without the
+  // exchange ops it made; the exchange ops; glue, the rest of compute() (graph and tensor
+  // building, conversion of the outputs, consolidation, tallies).
   struct StepSummary {
     double model = 0.0, exchange = 0.0, glue = 0.0;
     bigint edges = 0;
