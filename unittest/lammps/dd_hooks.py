@@ -12,7 +12,8 @@
                       spring tether, for each scope, on 1 and --np ranks; the hook's virial
                       vs the value recomputed from the dump; the restraint at stage
                       before_compute; an observer at stage after_step sees the velocities
-                      that the dump of that step holds
+                      that the dump of that step holds; minimize with the restraint hook
+                      reaches the energies of minimize with fix spring/self
     --case snapshot   extended XYZ read back by ASE: every atom once, sorted, 1 = --np ranks
 
 Values are compared by relative difference (max |a - b| / max |b|) against --tol (1e-10).
@@ -372,6 +373,19 @@ def case_hook(args, workdir, fail):
                                           zip(printed, expected)),
                f"observer at stage after_step, scope rank_zero, np{args.np}: called once per step on the "
                f"whole group with the velocities of the step's dump ({len(printed)} calls)")
+
+    # energy minimization: the hook's energy is part of the minimized energy
+    def minimized(label, fixes):
+        text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair, body=(
+            fixes + "thermo_modify format float %.17g\nminimize 0 1e-12 2000 20000\n"))
+        output, _ = lammps(args, workdir, label, args.np, text)
+        match = re.search(r"Energy initial, next-to-last, final =\s*\n\s*(\S+)\s+(\S+)\s+(\S+)", output)
+        return np.array([float(x) for x in match.groups()]) if match else np.full(3, np.nan)
+    native_min = minimized("minimize_native", natives["restraint"])
+    hook_min = minimized("minimize_hook", f"fix dd all nvalchemi/dd hook {restraint} local 1\nfix_modify dd energy yes\n")
+    fail.check(relative_difference(hook_min, native_min) <= args.tol,
+               f"minimize with the restraint hook, np{args.np}: initial, next-to-last and final energy equal "
+               f"fix spring/self ({relative_difference(hook_min, native_min):.1e})")
 
     for name, (module, scopes, virial) in hooks.items():
         native = {n: run(f"native_{name}_np{n}", n, natives[name]) for n in sorted({1, args.np})}
