@@ -29,7 +29,8 @@ with w = exp(-r^2) for an edge of length r. Consolidated, coordination, coordina
 coordination_none are equal, and every output is independent of the number of ranks.
 
 nan_probe.pt: Lennard-Jones with its own forces (run it with `forces model`), species Ar and
-Ne, except that every Ne atom's force is NaN: fix nvalchemi/dd guard must name exactly those atoms.
+Ne, except that every Ne atom's force and atomic energy are NaN: fix nvalchemi/dd guard must name
+exactly those atoms, and the ranks that own them for the energy.
 """
 
 import os
@@ -115,8 +116,11 @@ class NaNProbe(torch.nn.Module):
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         outputs = self.lj(inputs)
-        neon = (inputs["atomic_numbers"] == 10).unsqueeze(1)
-        outputs["forces"] = torch.where(neon, torch.full_like(outputs["forces"], float("nan")), outputs["forces"])
+        neon = inputs["atomic_numbers"] == 10
+        outputs["forces"] = torch.where(neon.unsqueeze(1), torch.full_like(outputs["forces"], float("nan")),
+                                        outputs["forces"])
+        energies = outputs["atomic_energies"]
+        outputs["atomic_energies"] = torch.where(neon, torch.full_like(energies, float("nan")), energies)
         return outputs
 
 
