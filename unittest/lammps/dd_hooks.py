@@ -8,7 +8,7 @@
                       the rank that owns it (from a dump of an independent run); maxforce
                       abort names every atom above it, clamp scales exactly those forces
     --case validate   passes on correct runs (LJ, SchNet layerwise and deep, model forces,
-                      empty subdomains); fails on a misdeclared spec that is right on 1 rank
+                      empty subdomains, NULL types under hybrid/overlay); fails on a misdeclared spec that is right on 1 rank
     --case hook       harmonic restraint hook vs fix spring/self, centre umbrella vs fix
                       spring tether, for each scope, on 1 and --np ranks; the hook's virial
                       vs the value recomputed from the dump; the restraint at stage
@@ -285,6 +285,9 @@ def case_validate(args, workdir, fail):
             ("LJ, empty subdomains", "slab", f"pair_style nvalchemi {args.model}\npair_coeff * * Ar Ar\n", 20, 5),
             ("LJ, model forces", "bulk",
              f"pair_style nvalchemi {args.forces_model} forces model\npair_coeff * * Ar Ar\n", 20, 5),
+            ("LJ type 1 under hybrid/overlay with lj/cut", "bulk",
+             f"pair_style hybrid/overlay nvalchemi {args.model} lj/cut 2.5\npair_coeff * * nvalchemi Ar NULL\n"
+             "pair_coeff 1 2 lj/cut 1.0 1.0\npair_coeff 2 2 lj/cut 1.0 1.0\n", 20, 5),
             ("SchNet layerwise", "bulk", f"pair_style nvalchemi {args.layerwise_model}\npair_coeff * * Ar Ar\n", 10, 5),
             ("SchNet deep", "bulk", f"pair_style nvalchemi {args.deep_model}\npair_coeff * * Ar Ar\n", 2, 1)]
     for name, system, pair, steps, every in runs:
