@@ -12,8 +12,8 @@
     --case hook       harmonic restraint hook vs fix spring/self, centre umbrella vs fix
                       spring tether, for each scope, on 1 and --np ranks; the hook's virial
                       vs the value recomputed from the dump; the restraint at stage
-                      before_compute; an observer at stage after_step sees the velocities
-                      that the dump of that step holds; minimize with the restraint hook
+                      before_compute; observers at stages after_step and before_step see
+                      the velocities of the dump of that step / of the step before; minimize with the restraint hook
                       reaches the energies of minimize with fix spring/self
     --case snapshot   extended XYZ read back by ASE: every atom once, sorted, 1 = --np ranks
 
@@ -321,11 +321,13 @@ def case_validate(args, workdir, fail):
 # ---- hook ----------------------------------------------------------------------------------
 
 class KineticProbe(torch.nn.Module):
-    """An observer: prints sum |v|^2 and the number of atoms it is given, returns nothing."""
+    """An observer: prints sum |v|^2, the number of atoms and the sum of their atomic numbers
+    (-1 when the batch has none), returns nothing."""
 
     def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         v = batch["velocities"]
-        print("KINETIC_PROBE", float((v * v).sum()), v.shape[0])
+        z = int(batch["atomic_numbers"].sum()) if "atomic_numbers" in batch else -1
+        print("KINETIC_PROBE", float((v * v).sum()), v.shape[0], z)
         return {}
 
 
@@ -371,20 +373,30 @@ def case_hook(args, workdir, fail):
                     abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps))
     fail.check(worst <= args.tol, f"restraint at stage before_compute, np{args.np}: equals fix spring/self: {worst:.1e}")
 
-    # an observer after the step sees the state the dump of that step writes
+    # observers: after the step they see the state the dump of that step writes; before the step
+    # (defined before the integrator) the state of the previous step's dump. Under pair_style
+    # nvalchemi the batch carries the atomic numbers of its pair_coeff (Ar, 18).
     probe = os.path.join(workdir, "kinetic_probe.pt")
     torch.jit.script(KineticProbe()).save(probe)
-    text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair, body=(
-        f"fix dd all nvalchemi/dd hook {probe} rank_zero 1 stage after_step\n"
-        "dump v all custom 1 v.dump id vx vy vz\ndump_modify v sort id format float %.17g\nrun 10\n"))
-    output, _ = lammps(args, workdir, "hook_observer", args.np, text)
-    printed = [(float(x), int(n)) for x, n in re.findall(r"KINETIC_PROBE (\S+) (\d+)", output)]
-    dumps = read_dumps(os.path.join(workdir, "hook_observer", "v.dump"))
-    expected = [(float(np.sum(dumps[s][:, 1:4] ** 2)), len(dumps[s])) for s in range(1, 11)]
-    fail.check(len(printed) == 10 and all(n == m and abs(a - b) <= args.tol * b for (a, n), (b, m) in
-                                          zip(printed, expected)),
-               f"observer at stage after_step, scope rank_zero, np{args.np}: called once per step on the "
-               f"whole group with the velocities of the step's dump ({len(printed)} calls)")
+    observers = [("after_step", "rank_zero", pair, 1, -1),
+                 ("before_step", "global", PAIRS["nvalchemi"].format(model=args.model), 0, 18)]
+    for stage, scope, observed_pair, offset, z in observers:
+        text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=observed_pair, body=(
+            f"unfix integrate\nfix dd all nvalchemi/dd hook {probe} {scope} 1 stage {stage}\nfix integrate all nve\n"
+            "dump v all custom 1 v.dump id vx vy vz\ndump_modify v sort id format float %.17g\nrun 10\n"))
+        output, _ = lammps(args, workdir, f"hook_observer_{stage}", args.np, text)
+        printed = [(float(x), int(n), int(zsum)) for x, n, zsum in
+                   re.findall(r"KINETIC_PROBE (\S+) (\d+) (-?\d+)", output)]
+        dumps = read_dumps(os.path.join(workdir, f"hook_observer_{stage}", "v.dump"))
+        expected = [(float(np.sum(dumps[s - 1 + offset][:, 1:4] ** 2)), len(dumps[s]),
+                     z * len(dumps[s]) if z > 0 else -1) for s in range(1, 11)]
+        if scope == "global":  # every rank calls the module on the whole group; lines may interleave
+            printed, expected = sorted(printed), sorted(expected * args.np)
+        fail.check(len(printed) == len(expected) and all(n == m and zs == ze and abs(a - b) <= args.tol * b
+                                              for (a, n, zs), (b, m, ze) in zip(printed, expected)),
+                   f"observer at stage {stage}, scope {scope}, np{args.np}: called once per step on the whole "
+                   f"group with the velocities of the dump of step {'s' if offset else 's-1'} and the atomic "
+                   f"numbers of the pair style ({len(printed)} calls over all ranks)")
 
     # energy minimization: the hook's energy is part of the minimized energy
     def minimized(label, fixes):
