@@ -81,7 +81,6 @@ struct Gathered {
   std::vector<double> rows;
   std::vector<int> counts, displs;    // rows of each rank, and where they start
   std::vector<int> by_id;             // row indices sorted by atom ID
-  int width = 0;
 };
 
 void gather_rows(const std::vector<double> &mine, int width, bool everywhere, MPI_Comm world,
@@ -91,7 +90,6 @@ void gather_rows(const std::vector<double> &mine, int width, bool everywhere, MP
   MPI_Comm_rank(world, &me);
   MPI_Comm_size(world, &nprocs);
   const int n = static_cast<int>(mine.size()) / width;
-  g.width = width;
   g.counts.resize(nprocs);
   MPI_Allgather(&n, 1, MPI_INT, g.counts.data(), 1, MPI_INT, world);
   g.displs.assign(nprocs, 0);
@@ -393,9 +391,7 @@ void FixNVAlchemiDD::setup(int vflag)
     modify->clearstep_compute();
     write_snapshot();
   }
-  // the potential energy of the steps that drift and snapshots sample must be tallied
-  for (int every : {impl->drift_every, impl->snapshot_every})
-    if (every) impl->pe->addstep((update->ntimestep / every + 1) * every);
+  request_sampled_energy();
 }
 
 void FixNVAlchemiDD::min_setup(int vflag)
@@ -458,8 +454,14 @@ void FixNVAlchemiDD::end_of_step()
   modify->clearstep_compute();
   if (drift) sample_drift();
   if (snapshot) write_snapshot();
-  for (int every : {h.drift_every, h.snapshot_every})
-    if (every) h.pe->addstep((update->ntimestep / every + 1) * every);
+  request_sampled_energy();
+}
+
+// the potential energy of the next steps that drift and snapshots sample must be tallied
+void FixNVAlchemiDD::request_sampled_energy()
+{
+  for (int every : {impl->drift_every, impl->snapshot_every})
+    if (every) impl->pe->addstep((update->ntimestep / every + 1) * every);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -501,8 +503,18 @@ void FixNVAlchemiDD::count_owner_changes()
 
 double FixNVAlchemiDD::compute_vector(int n)
 {
-  if (impl->stats_step != update->ntimestep) update_stats();
-  return impl->stats[n];
+  const Impl &h = *impl;
+  switch (n) {
+    case DRIFT:
+      return h.drift;
+    case VALIDATE_DIFFERENCE:
+      return h.validate_difference;
+    case CLAMPED:
+      return static_cast<double>(h.clamped);
+    default:
+      if (h.stats_step != update->ntimestep) update_stats();
+      return h.stats[n];
+  }
 }
 
 void FixNVAlchemiDD::update_stats()
@@ -536,9 +548,6 @@ void FixNVAlchemiDD::update_stats()
   s[MODEL_TIME] = maxima[2];
   s[GLUE_TIME] = maxima[3];
   s[EXCHANGE_TIME] = maxima[4];
-  s[DRIFT] = h.drift;
-  s[VALIDATE_DIFFERENCE] = h.validate_difference;
-  s[CLAMPED] = static_cast<double>(h.clamped);
   h.stats_step = update->ntimestep;
 }
 
@@ -603,7 +612,6 @@ void FixNVAlchemiDD::validate()
   MPI_Bcast(&worst, 1, MPI_DOUBLE, 0, world);
   ++h.validations;
   h.validate_difference = worst;
-  h.stats_step = -1;
   if (failed)
     error->all(FLERR, Error::NOLASTLINE,
                "Fix nvalchemi/dd validate: on step {} the decomposed run differs from the "
@@ -770,7 +778,6 @@ void FixNVAlchemiDD::guard()
   MPI_Allreduce(MPI_IN_PLACE, counts, 4, MPI_LMP_BIGINT, MPI_SUM, world);
   if (counts[3]) {
     h.clamped += counts[3];
-    h.stats_step = -1;
     if (!h.clamp_warned && comm->me == 0)
       error->warning(FLERR,
                      "Fix nvalchemi/dd guard clamped {} forces above {} on step {}; the total "
@@ -845,7 +852,6 @@ void FixNVAlchemiDD::sample_drift()
     ste += dt * (sample.second - mean_e);
   }
   h.drift = ste / stt;
-  h.stats_step = -1;
 
   const bool above = std::fabs(h.drift) > h.drift_tolerance;
   if (above && h.drift_stops)

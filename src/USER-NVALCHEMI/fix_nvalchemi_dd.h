@@ -63,6 +63,7 @@ class FixNVAlchemiDD : public Fix {
   void guard();
   void sample_drift();
   void write_snapshot();
+  void request_sampled_energy();
   bool due(int every) const;
 };
 
