@@ -12,13 +12,12 @@ timings of a shared machine: compare the ratios, not the absolute times.
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import melt_commands, run_lammps  # noqa: E402
+from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
 
 HOOKS = os.path.join(os.path.dirname(__file__), "..", "potentials", "hooks.py")
 
@@ -54,8 +53,7 @@ def measure(args, cells, ranks, fix, thermo, workdir):
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=1800)
     if proc.returncode != 0:
         sys.exit(f"run failed:\n{proc.stdout[-3000:]}")
-    loops = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", proc.stdout)
-    return float(loops[-1][0]) / int(loops[-1][1])
+    return seconds_per_step(proc.stdout)
 
 
 def main():

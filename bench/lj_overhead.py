@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import melt_commands, run_lammps  # noqa: E402
+from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
 
 INPUT = """{system}{pair}
 neighbor 0.3 bin
@@ -40,10 +40,8 @@ def measure(args, style, cells, ranks, workdir):
                       wrapper=["/usr/bin/time", "-f", "PEAK_RSS_KB %M"])
     if proc.returncode != 0:
         sys.exit(f"{style} run failed:\n{proc.stdout[-3000:]}")
-    loops = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", proc.stdout)
-    seconds, steps = float(loops[-1][0]), int(loops[-1][1])
     peak_rss_mb = max(int(kb) for kb in re.findall(r"PEAK_RSS_KB (\d+)", proc.stderr)) / 1024
-    return seconds / steps, peak_rss_mb
+    return seconds_per_step(proc.stdout), peak_rss_mb
 
 
 def main():

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import melt_commands, run_lammps  # noqa: E402
+from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
 
 INPUT = """{system}pair_style nvalchemi {model}
 pair_coeff * * Ar
@@ -40,12 +40,11 @@ def measure(args, mode, cells, ranks, workdir):
     if proc.returncode != 0:
         sys.exit(f"{mode} run failed:\n{proc.stdout[-3000:]}")
     out = proc.stdout
-    seconds, steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", out)[-1]
     nlocal = float(re.findall(r"Nlocal:\s+([\d.eE+-]+) ave", out)[-1])
     nghost = float(re.findall(r"Nghost:\s+([\d.eE+-]+) ave", out)[-1])
     energy = float(re.findall(r"^\s+0\s+(\S+)\s*$", out, re.M)[0])
     rss = max(int(kb) for kb in re.findall(r"PEAK_RSS_KB (\d+)", proc.stderr)) / 1024
-    return {"s_per_step": float(seconds) / int(steps), "rows_per_rank": nlocal + nghost,
+    return {"s_per_step": seconds_per_step(out), "rows_per_rank": nlocal + nghost,
             "owned_per_rank": nlocal, "peak_rss_mb": rss, "energy_step0": energy}
 
 

@@ -2,6 +2,7 @@
 systems, and the relative difference they are judged by."""
 
 import os
+import re
 import subprocess
 import sys
 from typing import List, Optional
@@ -69,6 +70,12 @@ def make_system(lmp, mpirun, box, system_name, workdir):
     if proc.returncode != 0:
         sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
     return os.path.join(workdir, "system.data")
+
+
+def seconds_per_step(output):
+    """Wall time per step of the last run in LAMMPS' screen output (its "Loop time" line)."""
+    seconds, steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", output)[-1]
+    return float(seconds) / int(steps)
 
 
 def relative_difference(a, b):
