@@ -46,6 +46,9 @@ namespace NVAlchemi {
     int64_t num_edges() const { return static_cast<int64_t>(edges.size() / 2); }
   };
 
+  // LAMMPS order of the 6 virial components (xx yy zz xy xz yz) in a row-major [3,3] tensor
+  static constexpr int VIRIAL_VOIGT[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+
   struct Cell {
     double lattice[3][3];    // rows are the lattice vectors a, b, c
     bool pbc[3];

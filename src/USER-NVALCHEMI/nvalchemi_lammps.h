@@ -14,9 +14,6 @@ class Domain;
 class LAMMPS;
 namespace NVAlchemi {
 
-  // LAMMPS order of the 6 virial components (xx yy zz xy xz yz) in a row-major [3,3] tensor
-  static constexpr int VIRIAL_VOIGT[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
-
   // the simulation box as lattice vectors (rows) and periodic flags
   Cell box_cell(const Domain *domain);
 

@@ -25,14 +25,16 @@
 #include "platform.h"
 #include "update.h"
 
+#include "nvalchemi_consolidate.h"
 #include "nvalchemi_graph.h"
 #include "nvalchemi_lammps.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
+#include "nvalchemi_reference.h"
+#include "nvalchemi_row_exchange.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -44,6 +46,7 @@ using namespace LAMMPS_NS;
 using NVAlchemi::OutputKind;
 using NVAlchemi::OutputSpec;
 using NVAlchemi::Reduce;
+using NVAlchemi::VIRIAL_VOIGT;
 
 #ifdef NVALCHEMI_PLUGIN
 static constexpr const char *BUILD_ROUTE = "plugin";
@@ -51,75 +54,21 @@ static constexpr const char *BUILD_ROUTE = "plugin";
 static constexpr const char *BUILD_ROUTE = "built-in";
 #endif
 
-namespace {
-// columns sent per forward/reverse communication pass; wider data goes in several passes
-constexpr int COMM_COLUMNS = 8;
+// per-atom values moved by one communication pass when the spec declares no wider feature
+// (3: forces and other vectors)
+static constexpr int MIN_COMM_COLUMNS = 3;
 
-// a per-atom output is a sum of contributions whose ghost-row partials belong to the owners
-bool sums_ghost_rows(const OutputSpec &spec)
-{ return spec.reduce == Reduce::ALL_REDUCE; }
-
-// weight of a per-graph value in this rank's share of a sum over ranks: a partial counts as it
-// is; a value replicated on every rank counts 1/nprocs, so that the ranks together count it once
-double rank_share_weight(const OutputSpec &spec, int nprocs)
-{ return spec.reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / nprocs; }
-
-std::string shape_string(const NVAlchemi::OutputTensor *t)
-{
-  if (!t) return "nothing";
-  std::string text;
-  for (int64_t n : t->shape) text += (text.empty() ? "" : ",") + std::to_string(n);
-  return "shape [" + text + "]";
-}
-
-int64_t row_width(const NVAlchemi::OutputTensor &t)
-{
-  int64_t width = 1;
-  for (size_t d = 1; d < t.shape.size(); ++d) width *= t.shape[d];
-  return width;
-}
-
-using NVAlchemi::VIRIAL_VOIGT;
-
-// accumulates the wall time since construction into `total`
-struct Stopwatch {
-  explicit Stopwatch(double &total) : total(total), start(platform::walltime()) {}
-  ~Stopwatch() { total += platform::walltime() - start; }
-  double &total;
-  double start;
-};
-}    // namespace
-
-// the exchange ops' rows, served by the pair style's communication
-class RowExchange : public NVAlchemi::Exchanger {
- public:
-  RowExchange(PairNVAlchemi *pair, const NVAlchemi::Graph &graph, MPI_Comm world) :
-      pair(pair), graph(graph), world(world)
-  {
-  }
-  int64_t num_rows() const override { return graph.num_rows(); }
-  int64_t num_owned() const override { return graph.n_owned; }
-  void refresh(double *rows, int width) override
-  {
-    Stopwatch watch(seconds);
-    pair->refresh_rows(rows, width);
-  }
-  void sum_into_owners(double *rows, int width) override
-  {
-    Stopwatch watch(seconds);
-    pair->sum_rows_into_owners(rows, width);
-  }
+// LAMMPS' forward and reverse communication of per-atom arrays, for the exchange ops
+struct PairNVAlchemi::AtomCommunication : public NVAlchemi::AtomComm {
+  explicit AtomCommunication(PairNVAlchemi *pair) : pair(pair) {}
+  int num_atoms() const override { return pair->atom->nlocal + pair->atom->nghost; }
+  void forward(double *values, int width) override { pair->forward_copy(values, width); }
+  void reverse(double *values, int width) override { pair->reverse_sum(values, width); }
   void sum_over_ranks(double *values, int n) override
   {
-    Stopwatch watch(seconds);
-    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world);
+    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, pair->world);
   }
-  double seconds = 0.0;    // spent in the ops
-
- private:
   PairNVAlchemi *pair;
-  const NVAlchemi::Graph &graph;
-  MPI_Comm world;
 };
 
 struct PairNVAlchemi::State {
@@ -132,9 +81,10 @@ struct PairNVAlchemi::State {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
-  std::vector<double> atom_values;          // per-atom scratch of the exchange ops
-  std::vector<double> row_forces;           // [rows][3] scratch
-  std::unique_ptr<RowExchange> exchange;    // set in halo mode layerwise only
+  std::vector<double> row_forces;                  // [rows][3] scratch
+  std::unique_ptr<AtomCommunication> atom_comm;    // halo mode layerwise only
+  std::unique_ptr<NVAlchemi::RowExchange> exchange;
+  bool narrow_comm_reported = false;
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
   // consolidated extra outputs and the evaluation they belong to
@@ -145,54 +95,23 @@ struct PairNVAlchemi::State {
   std::map<std::string, Consolidated> consolidated;
 
   const OutputSpec &output_spec(const std::string &name) const { return spec.outputs.at(name); }
-  static const NVAlchemi::OutputTensor *tensor(const NVAlchemi::ModelOutputs &outputs,
-                                               const std::string &name)
-  {
-    auto it = outputs.tensors.find(name);
-    return it == outputs.tensors.end() ? nullptr : &it->second;
-  }
-  const NVAlchemi::OutputTensor *tensor(const std::string &name) const
-  { return tensor(outputs, name); }
-
-  // rows of a model output that carry its consolidated value: all rows for partials that the
-  // owners sum, else the owned rows
-  size_t consolidated_rows(const std::string &key, const NVAlchemi::Graph &g) const
-  { return sums_ghost_rows(output_spec(key)) ? g.row_atom.size() : static_cast<size_t>(g.n_owned); }
-
-  // This rank's share of one evaluation, by the rules the tallies follow: forces on the
-  // graph's rows (ghost rows hold partials for their owners) and the virial from the edges, or
-  // the model's own forces and virial. Throws std::runtime_error on a missing output.
-  void rank_share(const NVAlchemi::Graph &g, const NVAlchemi::ModelOutputs &out, int nprocs,
-                  PairNVAlchemi::Contribution &c, std::vector<double> &forces) const
-  {
-    c.energy = out.energy_share;
-    if (share.differentiate) {
-      for (double component : out.edge_gradients)
-        c.force_scale = std::max(c.force_scale, std::fabs(component));
-      NVAlchemi::edge_forces(g, out.edge_gradients, forces);
-      c.has_virial = true;
-      for (int64_t e = 0; e < g.num_edges(); ++e)
-        for (int v = 0; v < 6; ++v)
-          c.virial[v] -= g.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] *
-              out.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
-      return;
-    }
-    const NVAlchemi::OutputTensor *f = tensor(out, "forces");
-    if (!f || f->values.size() != 3 * g.row_atom.size())
-      throw std::runtime_error(
-          "force strategy 'model' needs output 'forces' with 3 values per atom");
-    forces.assign(f->values.size(), 0.0);
-    std::copy_n(f->values.begin(), 3 * consolidated_rows("forces", g), forces.begin());
-    for (double component : forces) c.force_scale = std::max(c.force_scale, std::fabs(component));
-    const NVAlchemi::OutputTensor *w = tensor(out, "virial");
-    c.has_virial = w && w->values.size() == 9 && spec.outputs.count("virial");
-    if (c.has_virial) {
-      const double weight = rank_share_weight(output_spec("virial"), nprocs);
-      for (int v = 0; v < 6; ++v)
-        c.virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
-    }
-  }
 };
+
+namespace {
+// Runs `body`, whose checks read this rank's model outputs: a failure there may be on this rank
+// only, so it stops every rank without a collective (error->one), never leaving the others
+// waiting in one.
+template <typename F>
+void stop_on_output_error(LAMMPS *lmp, const std::string &model_file, F &&body)
+{
+  try {
+    body();
+  } catch (NVAlchemi::OutputError &e) {
+    lmp->error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} on step {}: {}",
+                    model_file, lmp->update->ntimestep, e.what());
+  }
+}
+}    // namespace
 
 /* ---------------------------------------------------------------------- */
 
@@ -204,8 +123,8 @@ PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
   restartinfo = 0;
   one_coeff = 1;
   manybody_flag = 1;
-  comm_forward = COMM_COLUMNS;
-  comm_reverse = COMM_COLUMNS;
+  comm_forward = MIN_COMM_COLUMNS;
+  comm_reverse = MIN_COMM_COLUMNS;
   // per-atom virials are split evenly between the two atoms of each edge, which is not the
   // centroid form of a many-body model
   centroidstressflag = CENTROID_NOTAVAIL;
@@ -313,8 +232,9 @@ void PairNVAlchemi::load_model(const char *file)
   const std::string &text = s.model->metadata_text();
   if (text.empty())
     error->all(FLERR, 1,
-               "Model {} has no USER-NVALCHEMI metadata ({} inside the archive); export it with "
-               "potentials/nvalchemi_export.py (save_model), see doc/Howto_nvalchemi_contract.rst",
+               "Model {} has no USER-NVALCHEMI metadata ({} inside the archive): write the model "
+               "with the package's Python helper nvalchemi_export.save_model (the model contract "
+               "of the USER-NVALCHEMI documentation)",
                file, NVAlchemi::METADATA_FILE);
   try {
     s.metadata = NVAlchemi::parse_metadata(text);
@@ -331,65 +251,50 @@ void PairNVAlchemi::load_model(const char *file)
 
   s.spec = (meta.spec | s.overrides).resolved();
   const NVAlchemi::MLIPSpec &spec = s.spec;
+  // errors about the effective spec name where its fields came from
+  const std::string halo_origin = s.overrides.halo ? "the pair_style keywords set"
+                                                   : fmt::format("the spec of model {} sets", file);
   if (*spec.halo == NVAlchemi::HaloMode::GP)
     error->all(FLERR, 1,
-               "Model {} runs in halo mode 'gp' (graph partition), which this version of "
-               "pair_style nvalchemi does not support; use halo mode 'layerwise' or 'deep'",
-               file);
+               "Halo mode 'gp' (graph partition), which {}, is not supported by this version of "
+               "pair_style nvalchemi: use halo mode 'layerwise' or 'deep'",
+               halo_origin);
   if (*spec.halo == NVAlchemi::HaloMode::LOCAL && *spec.num_message_passing_layers > 1)
     error->all(FLERR, 1,
-               "Model {} has {} message-passing layers but runs in halo mode 'local': its ghost "
-               "atoms would be missing messages from beyond the cutoff. A multi-layer model needs "
-               "halo mode 'layerwise' or 'deep'",
-               file, *spec.num_message_passing_layers);
-
-  // which energy the framework sums (and differentiates, unless the model brings its forces)
-  const auto declared = [&](const std::string &name, OutputKind kind) {
-    auto it = spec.outputs.find(name);
-    return it != spec.outputs.end() && it->second.kind == kind;
-  };
-  const auto strategy = *spec.compile.force_strategy;
-  const std::string &node_energy = *spec.node_energy_key;
-  NVAlchemi::EnergyShare &share = s.share;
-  share.differentiate = strategy != NVAlchemi::ForceStrategy::MODEL_INTERNAL;
-  if (strategy != NVAlchemi::ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY &&
-      declared(node_energy, OutputKind::PER_NODE)) {
-    share.key = node_energy;
-    share.owned_rows = !sums_ghost_rows(s.output_spec(node_energy));
-    share.weight = 1.0;
-  } else if (strategy != NVAlchemi::ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY &&
-             declared("energy", OutputKind::PER_GRAPH)) {
-    share.key = "energy";
-    share.owned_rows = false;
-    share.weight = rank_share_weight(s.output_spec("energy"), comm->nprocs);
-  } else {
-    error->all(FLERR, 1,
-               "Model {}: force strategy '{}' needs the spec to declare the energy it uses: "
-               "'{}' as per_node (node energies) or 'energy' as per_graph; add it with "
-               "'output <name> <kind> <reduce>'",
-               file, NVAlchemi::to_string(strategy), node_energy);
+               "Model {} has {} message-passing layers but runs in halo mode 'local', which {}: "
+               "its ghost atoms would be missing messages from beyond the cutoff. A multi-layer "
+               "model needs halo mode 'layerwise' or 'deep'",
+               file, *spec.num_message_passing_layers, halo_origin);
+  try {
+    s.share = NVAlchemi::energy_share(spec, comm->nprocs);
+  } catch (std::invalid_argument &e) {
+    error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
   }
-  if (!share.differentiate && !declared("forces", OutputKind::PER_NODE))
-    error->all(FLERR, 1,
-               "Model {}: force strategy 'model' needs the spec to declare output 'forces' as "
-               "per_node (e.g. 'output forces per_node all_reduce')",
-               file);
 
+  // one communication pass moves a row of the widest feature the model exchanges; set here, not
+  // in init_style, because pair_style hybrid takes its sub-styles' widths when it is defined
+  comm_forward = comm_reverse = std::max(MIN_COMM_COLUMNS, *spec.exchange_feature_width);
   cutoff = meta.cutoff;
   s.model->set_float64(meta.dtype == "float64");
   ghostneigh = *spec.halo == NVAlchemi::HaloMode::DEEP ? 1 : 0;
-  s.exchange.reset(*spec.halo == NVAlchemi::HaloMode::LAYERWISE
-                       ? new RowExchange(this, s.graph, world)
-                       : nullptr);
+  if (*spec.halo == NVAlchemi::HaloMode::LAYERWISE) {
+    s.atom_comm = std::make_unique<AtomCommunication>(this);
+    s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm);
+  } else {
+    s.exchange.reset();
+    s.atom_comm.reset();
+  }
+  s.narrow_comm_reported = false;
 
   if (comm->me == 0) {
     std::string species;
     for (int z : meta.species) species += " " + NVAlchemi::element_symbol(z);
     utils::logmesg(lmp,
                    "pair_style nvalchemi ({}): model {}, contract v{}, units {}, {}, cutoff {}, "
-                   "species:{}\n  effective spec: {}\n",
+                   "species:{}\neffective spec:\n{}\n  (read and kept, not acted on by this "
+                   "version: {})\n",
                    BUILD_ROUTE, file, meta.contract_version, meta.units, meta.dtype, meta.cutoff,
-                   species, spec.to_json());
+                   species, spec.acting().to_json(2), spec.inactive_fields());
   }
 }
 
@@ -439,6 +344,15 @@ void PairNVAlchemi::init_style()
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi requires newton pair on: ghost-atom forces are sent to "
                "their owners by reverse communication");
+  // the model defines its own cutoff behaviour: options that would change it are refused
+  if (offset_flag)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Pair style nvalchemi cannot shift its energy (pair_modify shift yes): the model "
+               "defines its own cutoff behaviour; use pair_modify shift no");
+  if (tail_flag)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Pair style nvalchemi has no tail correction (pair_modify tail yes): the model "
+               "defines its own cutoff behaviour; use pair_modify tail no");
   if (ghostneigh) {
     // deep halo: every ghost within L cutoffs gets its own edges, so that L layers of message
     // passing on this rank see all they need for the owned atoms
@@ -497,12 +411,16 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   }
   const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
+  NVAlchemi::provide_framework_outputs(s.spec, s.share, s.outputs);
+  report_narrow_comm();
 
-  tally_energy();
-  if (s.share.differentiate)
-    tally_edge_forces();
-  else
-    tally_model_forces();
+  stop_on_output_error(lmp, s.model_file, [&] {
+    tally_energy();
+    if (s.share.differentiate)
+      tally_edge_forces();
+    else
+      tally_model_forces();
+  });
   if (vflag_fdotr) virial_fdotr_compute();
 
   summary.exchange = s.exchange ? s.exchange->seconds : 0.0;
@@ -510,6 +428,26 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
   summary.edges = s.graph.num_edges();
   summary.energy_share = s.outputs.energy_share;
+}
+
+/* ----------------------------------------------------------------------
+   a model that exchanges wider rows than its spec declares takes several
+   communication passes per op call: say so once (rank 0; every rank makes
+   the same op calls)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::report_narrow_comm()
+{
+  State &s = *state;
+  if (!s.exchange || s.narrow_comm_reported || s.exchange->widest <= comm_forward) return;
+  s.narrow_comm_reported = true;
+  if (comm->me == 0)
+    error->warning(FLERR,
+                   "Model {} exchanges {} values per atom but its spec declares "
+                   "exchange_feature_width {}: each exchange takes {} communication passes; set "
+                   "exchange_feature_width to {} in the model's spec to move a row in one",
+                   s.model_file, s.exchange->widest, *s.spec.exchange_feature_width,
+                   (s.exchange->widest + comm_forward - 1) / comm_forward, s.exchange->widest);
 }
 
 /* ----------------------------------------------------------------------
@@ -526,14 +464,15 @@ void PairNVAlchemi::tally_energy()
   if (!eflag_atom) return;
 
   const std::string &key = *s.spec.node_energy_key;
-  const NVAlchemi::OutputTensor *energies = s.tensor(key);
-  if (!energies || !s.spec.outputs.count(key) || energies->values.size() != s.graph.row_atom.size())
+  if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
     error->all(FLERR, Error::NOLASTLINE,
-               "Per-atom energy needs model output '{}' (one value per atom, declared per_node)",
+               "Per-atom energy needs the spec of pair_style nvalchemi to declare the node "
+               "energies '{}' as per_node",
                key);
-  const size_t rows = sums_ghost_rows(s.output_spec(key)) ? s.graph.row_atom.size()
-                                                          : s.graph.n_owned;
-  for (size_t r = 0; r < rows; ++r) eatom[s.graph.row_atom[r]] += energies->values[r];
+  const auto &energies =
+      NVAlchemi::row_output(s.outputs, key, s.graph, 1, "Per-atom energy").values;
+  const int64_t rows = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph);
+  for (int64_t r = 0; r < rows; ++r) eatom[s.graph.row_atom[r]] += energies[r];
 }
 
 /* ----------------------------------------------------------------------
@@ -574,157 +513,114 @@ void PairNVAlchemi::tally_model_forces()
 {
   State &s = *state;
   const std::vector<int> &row_atom = s.graph.row_atom;
-  const size_t nrows = row_atom.size();
-  const auto rows_of = [&](const std::string &key, int64_t width) -> const double * {
-    const NVAlchemi::OutputTensor *t = s.tensor(key);
-    if (!t || t->shape.empty() || static_cast<size_t>(t->shape[0]) != nrows ||
-        row_width(*t) != width)
-      error->all(FLERR, Error::NOLASTLINE,
-                 "Force strategy 'model' needs model output '{}' with {} values per atom", key,
-                 width);
-    return t->values.data();
-  };
-  const auto consolidated_rows = [&](const std::string &key) {
-    return s.consolidated_rows(key, s.graph);
-  };
+  const std::string purpose = "Force strategy 'model'";
 
   double **f = atom->f;
-  const double *forces = rows_of("forces", 3);
-  for (size_t r = 0, n = consolidated_rows("forces"); r < n; ++r)
+  const auto &forces = NVAlchemi::row_output(s.outputs, "forces", s.graph, 3, purpose).values;
+  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec("forces"), s.graph); r < n;
+       ++r)
     for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += forces[3 * r + d];
 
   if (vflag_global) {
-    const NVAlchemi::OutputTensor *w = s.tensor("virial");
-    if (!w || w->values.size() != 9 || !s.spec.outputs.count("virial"))
+    if (!s.spec.outputs.count("virial") || s.output_spec("virial").kind != OutputKind::PER_GRAPH)
       error->all(FLERR, Error::NOLASTLINE,
-                 "The global virial without F dot r (pair_modify nofdotr) needs model output "
-                 "'virial' [1,3,3], declared per_graph");
-    const double weight = rank_share_weight(s.output_spec("virial"), comm->nprocs);
+                 "The global virial without F dot r (pair_modify nofdotr) with force strategy "
+                 "'model' needs the spec to declare model output 'virial' [1,3,3] per_graph");
+    const auto &w = NVAlchemi::sized_output(s.outputs, "virial", 9, "pair_modify nofdotr").values;
+    const double weight = NVAlchemi::rank_share_weight(s.output_spec("virial"), comm->nprocs);
     for (int v = 0; v < 6; ++v)
-      virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+      virial[v] += weight * w[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
   if (vflag_atom) {
     const std::string &key = *s.spec.node_virial_key;
-    if (!s.spec.outputs.count(key))
+    if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
       error->all(FLERR, Error::NOLASTLINE,
-                 "Per-atom virials with force strategy 'model' need output '{}' declared per_node",
+                 "Per-atom virials with force strategy 'model' need the spec to declare output "
+                 "'{}' per_node",
                  key);
-    const double *w = rows_of(key, 9);
-    for (size_t r = 0, n = consolidated_rows(key); r < n; ++r)
+    const auto &w = NVAlchemi::row_output(s.outputs, key, s.graph, 9, "Per-atom virials").values;
+    for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph); r < n; ++r)
       for (int v = 0; v < 6; ++v)
         vatom[row_atom[r]][v] += w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
 }
 
 /* ----------------------------------------------------------------------
-   extra outputs, consolidated on demand (collective)
+   extra outputs, consolidated on demand (collective); the checks of what
+   was declared are the same on every rank, those of what the model
+   returned are rank-local
 ------------------------------------------------------------------------- */
+
+const OutputSpec &PairNVAlchemi::requested_output(const char *name, bool peratom)
+{
+  State &s = *state;
+  auto declared = s.spec.outputs.find(name);
+  const bool fits = declared != s.spec.outputs.end() &&
+      (peratom ? declared->second.kind == OutputKind::PER_NODE
+               : (declared->second.kind == OutputKind::PER_GRAPH ||
+                  declared->second.kind == OutputKind::GLOBAL));
+  if (!fits)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Model output '{}' is not declared {} in the spec of pair_style nvalchemi: "
+               "declare it in the model's spec or with 'output {} {} <reduce>'",
+               name, peratom ? "per_node" : "per_graph or global", name,
+               peratom ? "per_node" : "per_graph");
+  if (s.evaluations == 0)
+    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
+  return declared->second;
+}
 
 const double *PairNVAlchemi::peratom_output(const char *name, int width)
 {
   State &s = *state;
-  auto declared = s.spec.outputs.find(name);
-  if (declared == s.spec.outputs.end() || declared->second.kind != OutputKind::PER_NODE)
-    error->all(FLERR, Error::NOLASTLINE,
-               "Model output '{}' is not declared per_node in the spec of pair_style nvalchemi: "
-               "declare it in the model's spec or with 'output {} per_node <reduce>'",
-               name, name);
-  if (s.evaluations == 0)
-    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
-  const NVAlchemi::OutputTensor *t = s.tensor(name);
-  const size_t nrows = s.graph.row_atom.size();
-  if (!t || t->shape.empty() || static_cast<size_t>(t->shape[0]) != nrows || row_width(*t) != width)
-    error->all(FLERR, Error::NOLASTLINE,
-               "Model output '{}' must have {} values per atom (the model returned {})", name,
-               width, shape_string(t));
-
+  const OutputSpec &declared = requested_output(name, true);
   State::Consolidated &c = s.consolidated[name];
-  if (c.evaluation != s.evaluations) {
-    c.values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
-    const bool partials = sums_ghost_rows(declared->second);
-    const size_t rows = partials ? nrows : s.graph.n_owned;
-    for (size_t r = 0; r < rows; ++r)
-      std::copy_n(&t->values[r * width], width,
-                  &c.values[static_cast<size_t>(s.graph.row_atom[r]) * width]);
-    if (partials) reverse_sum(c.values.data(), width);
-    c.evaluation = s.evaluations;
-  }
+  if (c.evaluation == s.evaluations) return c.values.data();
+
+  const NVAlchemi::OutputTensor *t = nullptr;
+  stop_on_output_error(lmp, s.model_file, [&] {
+    t = &NVAlchemi::row_output(s.outputs, name, s.graph, width, "compute nvalchemi/atom");
+  });
+  c.values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
+  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(declared, s.graph); r < n; ++r)
+    std::copy_n(&t->values[r * width], width,
+                &c.values[static_cast<size_t>(s.graph.row_atom[r]) * width]);
+  if (NVAlchemi::sums_ghost_rows(declared)) reverse_sum(c.values.data(), width);
+  c.evaluation = s.evaluations;
   return c.values.data();
 }
 
 const double *PairNVAlchemi::global_output(const char *name, int size)
 {
   State &s = *state;
-  auto declared = s.spec.outputs.find(name);
-  if (declared == s.spec.outputs.end() ||
-      (declared->second.kind != OutputKind::PER_GRAPH &&
-       declared->second.kind != OutputKind::GLOBAL))
-    error->all(FLERR, Error::NOLASTLINE,
-               "Model output '{}' is not declared per_graph or global in the spec of pair_style "
-               "nvalchemi: declare it in the model's spec or with 'output {} per_graph <reduce>'",
-               name, name);
-  if (s.evaluations == 0)
-    error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
-  const NVAlchemi::OutputTensor *t = s.tensor(name);
-  if (!t || t->values.size() != static_cast<size_t>(size))
-    error->all(FLERR, Error::NOLASTLINE,
-               "Model output '{}' must have {} values (the model returned {})", name, size,
-               shape_string(t));
-
+  const OutputSpec &declared = requested_output(name, false);
   State::Consolidated &c = s.consolidated[name];
-  if (c.evaluation != s.evaluations) {
-    c.values = t->values;
-    if (declared->second.kind == OutputKind::PER_GRAPH) {
-      if (declared->second.reduce == Reduce::ALL_REDUCE)
-        MPI_Allreduce(t->values.data(), c.values.data(), size, MPI_DOUBLE, MPI_SUM, world);
-      else    // already global and replicated: every rank reports rank 0's copy, counted once
-        MPI_Bcast(c.values.data(), size, MPI_DOUBLE, 0, world);
-    }    // GLOBAL passes through: each rank keeps its own value
-    c.evaluation = s.evaluations;
-  }
+  if (c.evaluation == s.evaluations) return c.values.data();
+
+  stop_on_output_error(lmp, s.model_file, [&] {
+    c.values = NVAlchemi::sized_output(s.outputs, name, size, "compute nvalchemi/global").values;
+  });
+  if (declared.kind == OutputKind::PER_GRAPH) {
+    if (declared.reduce == Reduce::ALL_REDUCE)
+      MPI_Allreduce(MPI_IN_PLACE, c.values.data(), size, MPI_DOUBLE, MPI_SUM, world);
+    else    // already global and replicated: every rank reports rank 0's copy, counted once
+      MPI_Bcast(c.values.data(), size, MPI_DOUBLE, 0, world);
+  }    // GLOBAL passes through: each rank keeps its own value
+  c.evaluation = s.evaluations;
   return c.values.data();
 }
 
 /* ----------------------------------------------------------------------
-   the exchange ops on model rows: rows are copied to a per-atom buffer,
-   communicated, and copied back (atoms of NULL types are not rows)
-------------------------------------------------------------------------- */
-
-void PairNVAlchemi::refresh_rows(double *rows, int width)
-{
-  State &s = *state;
-  const std::vector<int> &row_atom = s.graph.row_atom;
-  s.atom_values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
-  for (int r = 0; r < s.graph.n_owned; ++r)
-    std::copy_n(rows + static_cast<size_t>(r) * width, width,
-                &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
-  forward_copy(s.atom_values.data(), width);
-  for (size_t r = s.graph.n_owned; r < row_atom.size(); ++r)
-    std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width, rows + r * width);
-}
-
-void PairNVAlchemi::sum_rows_into_owners(double *rows, int width)
-{
-  State &s = *state;
-  const std::vector<int> &row_atom = s.graph.row_atom;
-  s.atom_values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
-  for (size_t r = 0; r < row_atom.size(); ++r)
-    std::copy_n(rows + r * width, width, &s.atom_values[static_cast<size_t>(row_atom[r]) * width]);
-  reverse_sum(s.atom_values.data(), width);
-  for (int r = 0; r < s.graph.n_owned; ++r)
-    std::copy_n(&s.atom_values[static_cast<size_t>(row_atom[r]) * width], width,
-                rows + static_cast<size_t>(r) * width);
-}
-
-/* ----------------------------------------------------------------------
-   ghost atoms of a per-atom array take their owners' values
+   ghost atoms of a per-atom array take their owners' values, in passes of
+   at most comm_forward columns
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::forward_copy(double *values, int width)
 {
   comm_values = values;
   comm_width = width;
-  for (comm_offset = 0; comm_offset < width; comm_offset += comm_forward) comm->forward_comm(this);
+  for (comm_offset = 0; comm_offset < width; comm_offset += comm_forward)
+    comm->forward_comm(this, std::min(comm_forward, width - comm_offset));
   comm_values = nullptr;
 }
 
@@ -748,14 +644,16 @@ void PairNVAlchemi::unpack_forward_comm(int n, int first, double *buf)
 }
 
 /* ----------------------------------------------------------------------
-   ghost-row partials of a per-atom array summed into their owners
+   ghost-atom partials of a per-atom array summed into their owners, in
+   passes of at most comm_reverse columns
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::reverse_sum(double *values, int width)
 {
   comm_values = values;
   comm_width = width;
-  for (comm_offset = 0; comm_offset < width; comm_offset += comm_reverse) comm->reverse_comm(this);
+  for (comm_offset = 0; comm_offset < width; comm_offset += comm_reverse)
+    comm->reverse_comm(this, std::min(comm_reverse, width - comm_offset));
   comm_values = nullptr;
 }
 
@@ -783,18 +681,15 @@ void PairNVAlchemi::unpack_reverse_comm(int n, int *list, double *buf)
    ranks; ghost-row forces go home by reverse communication
 ------------------------------------------------------------------------- */
 
-PairNVAlchemi::Contribution PairNVAlchemi::decomposed_contribution()
+void PairNVAlchemi::decomposed_contribution(NVAlchemi::Contribution &c)
 {
   State &s = *state;
   if (s.evaluations == 0)
     error->all(FLERR, Error::NOLASTLINE, "pair_style nvalchemi has not run its model yet");
-  Contribution c;
-  try {
-    s.rank_share(s.graph, s.outputs, comm->nprocs, c, s.row_forces);
-  } catch (std::exception &e) {
-    error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {}: {}", s.model_file,
-               e.what());
-  }
+  c = NVAlchemi::Contribution();
+  stop_on_output_error(lmp, s.model_file, [&] {
+    NVAlchemi::rank_share(s.spec, s.share, s.graph, s.outputs, comm->nprocs, c, s.row_forces);
+  });
   const int nlocal = atom->nlocal;
   std::vector<double> atom_forces(3 * static_cast<size_t>(nlocal + atom->nghost), 0.0);
   for (size_t r = 0; r < s.graph.row_atom.size(); ++r)
@@ -807,36 +702,23 @@ PairNVAlchemi::Contribution PairNVAlchemi::decomposed_contribution()
   MPI_Allreduce(MPI_IN_PLACE, sums, 7, MPI_DOUBLE, MPI_SUM, world);
   c.energy = sums[0];
   std::copy_n(sums + 1, 6, c.virial);
-  return c;
 }
 
-PairNVAlchemi::Contribution PairNVAlchemi::reference_contribution(const std::vector<double> &x,
-                                                                  const std::vector<int> &type)
+void PairNVAlchemi::reference_contribution(const std::vector<double> &x,
+                                           const std::vector<int> &type,
+                                           NVAlchemi::Contribution &c)
 {
   State &s = *state;
   std::vector<int64_t> atomic_numbers(type.size());
   for (size_t i = 0; i < type.size(); ++i) atomic_numbers[i] = s.atomic_number_of_type[type[i]];
-  const NVAlchemi::Cell cell = NVAlchemi::box_cell(domain);
-  NVAlchemi::Graph graph;
-  NVAlchemi::build_periodic_graph(x, atomic_numbers, cell, cutoff, graph);
-  NVAlchemi::SingleProcessExchange single_process(graph.num_rows());
-  NVAlchemi::EnergyShare share = s.share;
-  share.weight = 1.0;    // one process holds the whole energy
-  NVAlchemi::ModelOutputs outputs;
-  Contribution c;
-  std::vector<double> row_forces;
   try {
-    s.model->evaluate(graph, cell, share, s.exchange ? &single_process : nullptr, outputs);
-    s.rank_share(graph, outputs, 1, c, row_forces);
+    c = NVAlchemi::reference_contribution(*s.model, s.spec, s.share, x, atomic_numbers,
+                                          NVAlchemi::box_cell(domain), cutoff);
   } catch (std::exception &e) {
     error->one(FLERR, Error::NOLASTLINE,
                "pair_style nvalchemi: model {} failed on the single-process reference: {}",
                s.model_file, e.what());
   }
-  c.forces.assign(3 * type.size(), 0.0);
-  for (size_t r = 0; r < graph.row_atom.size(); ++r)
-    std::copy_n(&row_forces[3 * r], 3, &c.forces[3 * static_cast<size_t>(graph.row_atom[r])]);
-  return c;
 }
 
 const std::vector<int> &PairNVAlchemi::atomic_number_of_type() const

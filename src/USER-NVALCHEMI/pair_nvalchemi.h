@@ -21,6 +21,10 @@ PairStyle(nvalchemi,PairNVAlchemi);
 #include <vector>
 
 namespace LAMMPS_NS {
+namespace NVAlchemi {
+  struct Contribution;
+  struct OutputSpec;
+}    // namespace NVAlchemi
 
 class PairNVAlchemi : public Pair {
  public:
@@ -44,22 +48,13 @@ class PairNVAlchemi : public Pair {
   const double *peratom_output(const char *name, int width);
   const double *global_output(const char *name, int size);
 
-  // The model's share of energy, forces and virial in one evaluation (fix nvalchemi/dd
-  // validate compares the decomposed run with the single-process reference).
-  struct Contribution {
-    double energy = 0.0;
-    bool has_virial = false;    // false: a model with its own forces and no 'virial' output
-    double virial[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};    // xx yy zz xy xz yz
-    std::vector<double> forces;                           // [atoms][3]
-    // largest force term on this rank (edge-gradient component, or model force component):
-    // the scale that forces cancelling to zero, as in a perfect crystal, are judged against
-    double force_scale = 0.0;
-  };
-  // Collective: this run's last evaluation, consolidated; forces of owned atoms [0, nlocal).
-  Contribution decomposed_contribution();
+  // For fix nvalchemi/dd validate. Collective: this run's last evaluation, consolidated over
+  // ranks; forces of owned atoms [0, nlocal).
+  void decomposed_contribution(NVAlchemi::Contribution &);
   // Rank-local: the model on a whole system (positions [natoms][3], LAMMPS types) in one
   // process, periodic images as edge shifts, no ghost atoms; forces in input order.
-  Contribution reference_contribution(const std::vector<double> &x, const std::vector<int> &type);
+  void reference_contribution(const std::vector<double> &x, const std::vector<int> &type,
+                              NVAlchemi::Contribution &);
 
   // This rank's last step. Wall times in seconds: the model's forward and backward without the
   // exchange ops it made; the exchange ops; glue, the rest of compute() (graph and tensor
@@ -73,12 +68,9 @@ class PairNVAlchemi : public Pair {
   // element of each atom type (0: NULL), [ntypes+1]; empty before pair_coeff
   const std::vector<int> &atomic_number_of_type() const;
 
-  // the exchange ops' view of the model rows (torch.ops.nvalchemi.*), collective
-  void refresh_rows(double *rows, int width);
-  void sum_rows_into_owners(double *rows, int width);
-
  protected:
-  struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)
+  struct State;                // model, spec and per-step buffers (LibTorch stays out of this header)
+  struct AtomCommunication;    // forward_copy / reverse_sum for the exchange ops
   State *state;
   double cutoff;
   StepSummary summary;
@@ -93,6 +85,8 @@ class PairNVAlchemi : public Pair {
   void load_model(const char *file);
   void forward_copy(double *values, int width);
   void reverse_sum(double *values, int width);
+  const NVAlchemi::OutputSpec &requested_output(const char *name, bool peratom);
+  void report_narrow_comm();
   void tally_energy();
   void tally_model_forces();
   void tally_edge_forces();

@@ -6,9 +6,17 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_global.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fix_nvalchemi_dd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_consolidate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_drift.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_extxyz.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_gather.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_guard.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_hook.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_reference.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_row_exchange.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
 set(NVALCHEMI_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp

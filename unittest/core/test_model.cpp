@@ -3,6 +3,7 @@
 
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
+#include "nvalchemi_reference.h"
 
 #include "gtest/gtest.h"
 
@@ -137,4 +138,28 @@ TEST(TorchModel, EmptyGraphGivesEmptyOutputs)
   EXPECT_TRUE(out.tensors.at("atomic_energies").values.empty());
   EXPECT_TRUE(out.edge_gradients.empty());
   EXPECT_EQ(out.energy_share, 0.0);
+}
+
+TEST(Reference, WholeSystemInOneProcessMatchesAnalyticLennardJones)
+{
+  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  const MLIPSpec spec = parse_metadata(model.metadata_text()).spec.resolved();
+  // two atoms 1.2 apart across the periodic boundary of a 10-wide cube: one image pair
+  const std::vector<double> x = {0.4, 5.0, 5.0, 9.2, 5.0, 5.0};
+  const Contribution c = reference_contribution(model, spec, energy_share(spec, 4), x, {18, 18},
+                                                CUBE, 2.5);
+  const double r = 1.2;
+  EXPECT_NEAR(c.energy, lj(r), 1e-12 * std::fabs(lj(r)));    // weight 1: one process
+  // atom 0 sits at +x of its neighbour's image: its force is -dE/dr along +x
+  EXPECT_NEAR(c.forces[0], -lj_derivative(r), 1e-12 * std::fabs(lj_derivative(r)));
+  EXPECT_NEAR(c.forces[3], lj_derivative(r), 1e-12 * std::fabs(lj_derivative(r)));
+  ASSERT_TRUE(c.has_virial);
+  EXPECT_NEAR(c.virial[0], -r * lj_derivative(r), 1e-12 * std::fabs(r * lj_derivative(r)));
+
+  Contribution shifted = c;
+  shifted.forces[0] *= 1.0 + 1e-6;
+  const Validation same = validate(c, c), off = validate(shifted, c);
+  EXPECT_EQ(same.worst, 0.0);
+  EXPECT_NEAR(off.worst, 1e-6, 1e-9);
+  EXPECT_NE(off.report.find("forces"), std::string::npos);
 }

@@ -3,6 +3,11 @@ without a hang.
 
 Each case runs a small LAMMPS input on 2 MPI ranks and asserts a non-zero exit and the expected
 ERROR message. The broken models are written here with the project's own export helper.
+
+The one-rank cases run a slab that leaves rank 1 without atoms, with a model whose output is
+wrong only on a rank that owns no atoms: every check on what a model returned must stop all
+ranks (here: the error comes from proc 1) without leaving rank 0 waiting in a collective, and
+each run has a 60 s timeout.
 """
 
 import argparse
@@ -41,6 +46,54 @@ class WrongShape(torch.nn.Module):
         return {"atomic_energies": torch.zeros(n + 1, dtype=torch.float64)}
 
 
+class WrongOnEmptyRank(torch.nn.Module):
+    """Returns what force strategy 'model' and the extra outputs of ONE_RANK_SPEC need, but on a
+    rank that owns no atoms the output `fault` has a shape no check accepts."""
+
+    def __init__(self, fault: str):
+        super().__init__()
+        self.fault = fault
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        n = inputs["positions"].shape[0]
+        f64 = torch.float64
+        out = {"atomic_energies": torch.zeros(n, dtype=f64), "forces": torch.zeros(n, 3, dtype=f64),
+               "virial": torch.zeros(1, 3, 3, dtype=f64), "atomic_virials": torch.zeros(n, 3, 3, dtype=f64),
+               "charges": torch.zeros(n, dtype=f64), "dipole": torch.zeros(3, dtype=f64)}
+        if int(inputs["n_owned"]) == 0:
+            out[self.fault] = torch.zeros(n + 2, 5, dtype=f64)
+        return out
+
+
+ONE_RANK_SPEC = {"preset": "SPEC_UMA_HALO", "halo": "local",
+                 "outputs": {"charges": {"kind": "per_node", "reduce": "owned_only"},
+                             "dipole": {"kind": "per_graph", "reduce": "all_reduce"}}}
+
+# a slab in the lower half of the box: on a 2x1x1 grid rank 1 owns no atoms
+ONE_RANK_BASE = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 8 0 4 0 4
+create_box 1 box
+region slab block 0 4 INF INF INF INF
+create_atoms 1 region slab
+mass * 1.0
+processors 2 1 1
+pair_style nvalchemi {model}
+pair_coeff * * Ar
+{after}run 0
+"""
+
+
+class HookForcesWhereAtoms(torch.nn.Module):
+    """Returns forces only when it sees atoms: in scope local, some ranks do and some do not."""
+
+    def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        if batch["positions"].shape[0] > 0:
+            return {"forces": torch.zeros_like(batch["positions"])}
+        return {"energy": torch.zeros(1, dtype=torch.float64)}
+
+
 class CallsOps(torch.nn.Module):
     """A one-layer model that refreshes its ghost rows: legal in halo mode layerwise only."""
 
@@ -74,7 +127,7 @@ class HookBadForces(torch.nn.Module):
 def make_models(workdir):
     models = {}
     for name, hook in (("hook_no_virial", HookNoVirial()), ("hook_bad_forces", HookBadForces()),
-                       ("hook_zero_forces", HookZeroForces())):
+                       ("hook_zero_forces", HookZeroForces()), ("hook_forces_where_atoms", HookForcesWhereAtoms())):
         models[name] = os.path.join(workdir, f"{name}.pt")
         torch.jit.script(hook).save(models[name])
     plain = torch.jit.script(WrongShape())
@@ -94,6 +147,13 @@ def make_models(workdir):
     models["calls_ops"] = os.path.join(workdir, "calls_ops.pt")
     save_model(CallsOps(), models["calls_ops"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 1})
+    models["graph_partition"] = os.path.join(workdir, "graph_partition.pt")
+    save_model(WrongShape(), models["graph_partition"], cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_MPNN_GP", "num_message_passing_layers": 2})
+    for fault in ("atomic_energies", "forces", "virial", "atomic_virials", "charges", "dipole"):
+        models[f"wrong_on_empty_rank_{fault}"] = os.path.join(workdir, f"wrong_on_empty_rank_{fault}.pt")
+        save_model(WrongOnEmptyRank(fault), models[f"wrong_on_empty_rank_{fault}"], cutoff=2.5, species=[18],
+                   units="lj", spec=ONE_RANK_SPEC)
     models["local_multilayer"] = os.path.join(workdir, "local_multilayer.pt")
     save_model(WrongShape(), models["local_multilayer"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})
@@ -128,14 +188,27 @@ def cases(lj_model, models):
          r"All pair coeffs are not set"),
         ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
          r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
-        ("graph-partition model", dict(ok, model=models["message_passing"], keywords=" halo gp"),
-         r"runs in halo mode 'gp' \(graph partition\), which this version"),
+        ("graph partition by keyword", dict(ok, model=models["message_passing"], keywords=" halo gp"),
+         r"Halo mode 'gp' \(graph partition\), which the pair_style keywords set, is not supported"),
+        ("graph-partition preset by keyword", dict(ok, keywords=" spec SPEC_MPNN_GP"),
+         r"Halo mode 'gp' \(graph partition\), which the pair_style keywords set, is not supported"),
+        ("graph-partition model", dict(ok, model=models["graph_partition"]),
+         r"Halo mode 'gp' \(graph partition\), which the spec of model .*graph_partition\.pt sets, is not"),
+        ("pair_modify shift yes", dict(ok, after="pair_modify shift yes\n"),
+         r"cannot shift its energy \(pair_modify shift yes\): the model defines its own cutoff"),
+        ("pair_modify tail yes", dict(ok, after="pair_modify tail yes\n"),
+         r"has no tail correction \(pair_modify tail yes\)"),
+        ("compute of an output the model does not return",
+         dict(ok, keywords=" output dipole per_graph all_reduce",
+              after="compute mu all nvalchemi/global dipole 3\nthermo_style custom step c_mu[1]\n"),
+         r"compute nvalchemi/global needs model output 'dipole' with 3 values; the model returned: "
+         r"atomic_energies \[\d+\], energy \[1,1\]"),
         ("exchange op called by a model in halo mode deep", dict(ok, model=models["calls_ops"], keywords=" halo deep"),
          r"torch\.ops\.nvalchemi\.refresh_neighbors was called outside a pair_style nvalchemi evaluation"),
         ("multi-layer model in halo mode local", dict(ok, model=models["local_multilayer"]),
          r"has 2 message-passing layers but runs in halo mode 'local'"),
         ("halo override to a mode without exchange", dict(ok, model=models["message_passing"], keywords=" halo local"),
-         r"has 3 message-passing layers but runs in halo mode 'local'"),
+         r"has 3 message-passing layers but runs in halo mode 'local', which the pair_style keywords set"),
         ("unknown key in the model's spec", dict(ok, model=models["bad_spec"]),
          r"invalid metadata: unknown spec key 'halo_mode'"),
         ("unknown spec preset keyword", dict(ok, keywords=" spec SPEC_FOO"),
@@ -189,6 +262,51 @@ def cases(lj_model, models):
     ]
 
 
+def one_rank_cases(models):
+    def model(fault):
+        return models[f"wrong_on_empty_rank_{fault}"]
+    returned = r".*the model returned: "
+    return [
+        ("node energies", dict(model=model("atomic_energies"), after=""),
+         r"'atomic_energies' must have one row per atom"),
+        ("model forces", dict(model=model("forces"), after=""),
+         r"Force strategy 'model' needs model output 'forces' with 3 values on each of the \d+ atom rows" + returned),
+        ("model virial without F dot r", dict(model=model("virial"), after="pair_modify nofdotr\n"),
+         r"pair_modify nofdotr needs model output 'virial' with 9 values" + returned),
+        ("per-atom virials", dict(model=model("atomic_virials"),
+                                  after="compute s all stress/atom NULL\ncompute sp all reduce sum c_s[1]\n"
+                                        "thermo_style custom step c_sp\n"),
+         r"Per-atom virials needs model output 'atomic_virials' with 9 values" + returned),
+        ("compute nvalchemi/atom", dict(model=model("charges"),
+                                        after="compute q all nvalchemi/atom charges\ncompute qs all reduce sum c_q\n"
+                                              "thermo_style custom step c_qs\n"),
+         r"compute nvalchemi/atom needs model output 'charges' with 1 value" + returned),
+        ("compute nvalchemi/global", dict(model=model("dipole"),
+                                          after="compute mu all nvalchemi/global dipole 3\nthermo_style custom step c_mu[1]\n"),
+         r"compute nvalchemi/global needs model output 'dipole' with 3 values" + returned),
+        ("hook forces on some ranks only", dict(model=model("dipole"),
+                                                after=f"fix dd all nvalchemi/dd hook {models['hook_forces_where_atoms']} "
+                                                      "local 1 stage after_step\nvelocity all create 1.0 1\n"
+                                                      "fix nve all nve\nrun 1\n"),
+         r"hook .*hook_forces_where_atoms\.pt returned forces at stage after_step"),
+    ]
+
+
+def run_case(args, workdir, n, name, text, expected, proc_pattern=""):
+    rundir = os.path.join(workdir, f"case{n}")
+    os.makedirs(rundir)
+    with open(os.path.join(rundir, "in.error"), "w") as f:
+        f.write(text)
+    proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=60 if proc_pattern else 120)
+    output = proc.stdout + proc.stderr
+    found = re.search(r"ERROR" + proc_pattern + r".*" + expected, output, re.DOTALL)
+    status = "ok" if proc.returncode != 0 and found else "FAIL"
+    print(f"{status:4s} {name}: exit {proc.returncode}")
+    if status != "ok":
+        return [f"{name}: expected a non-zero exit and /{expected}/, got exit {proc.returncode}:\n{output[-2000:]}"]
+    return []
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lmp", required=True)
@@ -199,19 +317,13 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
         models = make_models(workdir)
-        for n, (name, fields, expected) in enumerate(cases(args.model, models)):
-            rundir = os.path.join(workdir, f"case{n}")
-            os.makedirs(rundir)
-            with open(os.path.join(rundir, "in.error"), "w") as f:
-                f.write(BASE.format(**fields))
-            proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=120)
-            output = proc.stdout + proc.stderr
-            found = re.search(r"ERROR.*" + expected, output, re.DOTALL)
-            status = "ok" if proc.returncode != 0 and found else "FAIL"
-            print(f"{status:4s} {name}: exit {proc.returncode}")
-            if status != "ok":
-                failures.append(f"{name}: expected a non-zero exit and /{expected}/, got exit "
-                                f"{proc.returncode}:\n{output[-2000:]}")
+        all_cases = cases(args.model, models)
+        for n, (name, fields, expected) in enumerate(all_cases):
+            failures += run_case(args, workdir, n, name, BASE.format(**fields), expected)
+        # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout
+        for n, (name, fields, expected) in enumerate(one_rank_cases(models), start=len(all_cases)):
+            failures += run_case(args, workdir, n, f"one rank: {name}", ONE_RANK_BASE.format(**fields), expected,
+                                 proc_pattern=r" on proc 1:" if "hook" not in name else "")
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
 

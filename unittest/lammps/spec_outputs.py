@@ -66,7 +66,7 @@ def run(args, workdir, label, nranks, grid, data, model, keywords=""):
         results[step] = {"coordination": atoms[:, 1], "coordination_owned": atoms[:, 2],
                          "coordination_none": atoms[:, 3], "descriptor": atoms[:, 4:24],
                          **{g: values[i:i + 1] for i, g in enumerate(GLOBALS)}}
-    spec = re.search(r"effective spec: (\{.*\})", log).group(1)
+    spec = re.search(r"^effective spec:\n(\{\n.*?\n\})\n", log, re.DOTALL | re.MULTILINE).group(1)
     return results, spec
 
 

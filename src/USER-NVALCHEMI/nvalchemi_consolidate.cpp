@@ -1,0 +1,153 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: energy share, consolidation rules and output checks.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_consolidate.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  namespace {
+    const OutputTensor *find(const ModelOutputs &outputs, const std::string &key)
+    {
+      auto it = outputs.tensors.find(key);
+      return it == outputs.tensors.end() ? nullptr : &it->second;
+    }
+
+    std::string shape_text(const std::vector<int64_t> &shape)
+    {
+      std::string text;
+      for (int64_t n : shape) text += (text.empty() ? "" : ",") + std::to_string(n);
+      return "[" + text + "]";
+    }
+
+    int64_t values_per_row(const OutputTensor &t)
+    {
+      int64_t width = 1;
+      for (size_t d = 1; d < t.shape.size(); ++d) width *= t.shape[d];
+      return width;
+    }
+
+    bool declared_as(const MLIPSpec &spec, const std::string &name, OutputKind kind)
+    {
+      auto it = spec.outputs.find(name);
+      return it != spec.outputs.end() && it->second.kind == kind;
+    }
+  }    // namespace
+
+  bool sums_ghost_rows(const OutputSpec &spec)
+  { return spec.reduce == Reduce::ALL_REDUCE; }
+
+  double rank_share_weight(const OutputSpec &spec, int nprocs)
+  { return spec.reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / nprocs; }
+
+  int64_t consolidated_rows(const OutputSpec &spec, const Graph &graph)
+  { return sums_ghost_rows(spec) ? graph.num_rows() : graph.n_owned; }
+
+  EnergyShare energy_share(const MLIPSpec &spec, int nprocs)
+  {
+    const ForceStrategy strategy = *spec.compile.force_strategy;
+    const std::string &node_energy = *spec.node_energy_key;
+    EnergyShare share;
+    share.differentiate = strategy != ForceStrategy::MODEL_INTERNAL;
+    if (strategy != ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY &&
+        declared_as(spec, node_energy, OutputKind::PER_NODE)) {
+      share.key = node_energy;
+      share.owned_rows = !sums_ghost_rows(spec.outputs.at(node_energy));
+      share.weight = 1.0;
+    } else if (strategy != ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY &&
+               declared_as(spec, "energy", OutputKind::PER_GRAPH)) {
+      share.key = "energy";
+      share.owned_rows = false;
+      share.weight = rank_share_weight(spec.outputs.at("energy"), nprocs);
+    } else {
+      throw std::invalid_argument("force strategy '" + to_string(strategy) +
+                                  "' needs the spec to declare the energy it uses: '" +
+                                  node_energy +
+                                  "' as per_node (node energies) or 'energy' as per_graph; add "
+                                  "it with 'output <name> <kind> <reduce>'");
+    }
+    if (!share.differentiate && !declared_as(spec, "forces", OutputKind::PER_NODE))
+      throw std::invalid_argument("force strategy 'model' needs the spec to declare output "
+                                  "'forces' as per_node (e.g. 'output forces per_node "
+                                  "all_reduce')");
+    return share;
+  }
+
+  std::string describe_outputs(const ModelOutputs &outputs)
+  {
+    std::string text;
+    for (const auto &entry : outputs.tensors)
+      text += (text.empty() ? "" : ", ") + entry.first + " " + shape_text(entry.second.shape);
+    return text.empty() ? "nothing" : text;
+  }
+
+  const OutputTensor &row_output(const ModelOutputs &outputs, const std::string &key,
+                                 const Graph &graph, int64_t width, const std::string &purpose)
+  {
+    const OutputTensor *t = find(outputs, key);
+    if (t && !t->shape.empty() && t->shape[0] == graph.num_rows() && values_per_row(*t) == width)
+      return *t;
+    throw OutputError(purpose + " needs model output '" + key + "' with " +
+                      std::to_string(width) + " value" + (width == 1 ? "" : "s") +
+                      " on each of the " + std::to_string(graph.num_rows()) +
+                      " atom rows; the model returned: " + describe_outputs(outputs));
+  }
+
+  const OutputTensor &sized_output(const ModelOutputs &outputs, const std::string &key,
+                                   int64_t size, const std::string &purpose)
+  {
+    const OutputTensor *t = find(outputs, key);
+    if (t && static_cast<int64_t>(t->values.size()) == size) return *t;
+    throw OutputError(purpose + " needs model output '" + key + "' with " +
+                      std::to_string(size) + " value" + (size == 1 ? "" : "s") +
+                      "; the model returned: " + describe_outputs(outputs));
+  }
+
+  void provide_framework_outputs(const MLIPSpec &spec, const EnergyShare &share,
+                                 ModelOutputs &outputs)
+  {
+    auto declared = spec.outputs.find("energy");
+    if (share.key == "energy" || declared == spec.outputs.end() ||
+        declared->second.kind != OutputKind::PER_GRAPH ||
+        declared->second.reduce != Reduce::ALL_REDUCE || find(outputs, "energy"))
+      return;
+    outputs.tensors["energy"] = {{1, 1}, {outputs.energy_share}};
+  }
+
+  void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
+                  const ModelOutputs &outputs, int nprocs, Contribution &c,
+                  std::vector<double> &row_forces)
+  {
+    c.energy = outputs.energy_share;
+    if (share.differentiate) {
+      for (double component : outputs.edge_gradients)
+        c.force_scale = std::max(c.force_scale, std::fabs(component));
+      edge_forces(graph, outputs.edge_gradients, row_forces);
+      c.has_virial = true;
+      for (int64_t e = 0; e < graph.num_edges(); ++e)
+        for (int v = 0; v < 6; ++v)
+          c.virial[v] -= graph.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] *
+              outputs.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
+      return;
+    }
+    const OutputTensor &f = row_output(outputs, "forces", graph, 3, "Force strategy 'model'");
+    row_forces.assign(f.values.size(), 0.0);
+    std::copy_n(f.values.begin(), 3 * consolidated_rows(spec.outputs.at("forces"), graph),
+                row_forces.begin());
+    for (double component : row_forces)
+      c.force_scale = std::max(c.force_scale, std::fabs(component));
+    const OutputTensor *w = find(outputs, "virial");
+    c.has_virial = w && w->values.size() == 9 && spec.outputs.count("virial");
+    if (c.has_virial) {
+      const double weight = rank_share_weight(spec.outputs.at("virial"), nprocs);
+      for (int v = 0; v < 6; ++v)
+        c.virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+    }
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

@@ -1,0 +1,83 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the rules that turn one rank's model outputs into its share of the
+   decomposed result: which energy each rank differentiates, which rows of an output carry its
+   consolidated value, and the checks on what a model returned.
+   Plain C++17: no LAMMPS classes, no LibTorch, no MPI (doc/Howto_nvalchemi_spec.rst).
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_CONSOLIDATE_H
+#define LMP_NVALCHEMI_CONSOLIDATE_H
+
+#include "nvalchemi_model.h"
+#include "nvalchemi_spec.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // A model output that is missing or has the wrong shape on this rank. Raised on rank-local
+  // data, so the caller must stop every rank without a collective (LAMMPS' error->one).
+  class OutputError : public std::runtime_error {
+   public:
+    using std::runtime_error::runtime_error;
+  };
+
+  // A per-node output whose ghost rows are partial contributions owed to their owners.
+  bool sums_ghost_rows(const OutputSpec &spec);
+
+  // Weight of a per-graph value in this rank's share of a sum over ranks: a partial counts as
+  // it is; a value replicated on every rank counts 1/nprocs, so the ranks together count it once.
+  double rank_share_weight(const OutputSpec &spec, int nprocs);
+
+  // Rows of a per-node output that carry its consolidated value: all rows for partials that
+  // the owners sum, else the owned rows.
+  int64_t consolidated_rows(const OutputSpec &spec, const Graph &graph);
+
+  // The energy this rank sums (and differentiates unless the model brings its forces), for a
+  // resolved spec (DESIGN: each rank's shares sum to the total). Throws std::invalid_argument
+  // when the spec does not declare what its force strategy needs.
+  EnergyShare energy_share(const MLIPSpec &spec, int nprocs);
+
+  // "atomic_energies [12], forces [12,3]": what the model returned, for error messages.
+  std::string describe_outputs(const ModelOutputs &outputs);
+
+  // The output `key` with `width` values on each of the graph's rows. Throws OutputError naming
+  // what the model returned otherwise.
+  const OutputTensor &row_output(const ModelOutputs &outputs, const std::string &key,
+                                 const Graph &graph, int64_t width, const std::string &purpose);
+
+  // The output `key` with exactly `size` values. Throws OutputError otherwise.
+  const OutputTensor &sized_output(const ModelOutputs &outputs, const std::string &key,
+                                   int64_t size, const std::string &purpose);
+
+  // Outputs the framework provides when a model does not return them: a per-graph 'energy'
+  // declared all_reduce is this rank's energy share when the share comes from node energies.
+  void provide_framework_outputs(const MLIPSpec &spec, const EnergyShare &share,
+                                 ModelOutputs &outputs);
+
+  // One evaluation's energy, forces and virial: a rank's share, or (summed over ranks) the
+  // decomposed result that fix nvalchemi/dd validate compares with the single-process reference.
+  struct Contribution {
+    double energy = 0.0;
+    bool has_virial = false;    // false: a model with its own forces and no 'virial' output
+    double virial[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};    // xx yy zz xy xz yz
+    std::vector<double> forces;                           // [atoms][3]
+    // largest force term (edge-gradient component, or model force component): the scale that
+    // forces cancelling to zero, as in a perfect crystal, are judged against
+    double force_scale = 0.0;
+  };
+
+  // This rank's share of one evaluation, by the rules the pair style's tallies follow: forces
+  // on the graph's rows in `row_forces` (ghost rows hold partials for their owners) and the
+  // virial from the edges, or the model's own forces and virial. Throws OutputError.
+  void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
+                  const ModelOutputs &outputs, int nprocs, Contribution &contribution,
+                  std::vector<double> &row_forces);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

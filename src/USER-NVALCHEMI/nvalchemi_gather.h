@@ -1,0 +1,31 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: rows of per-atom values from every rank, sorted by atom ID: the gathers of
+   fix nvalchemi/dd's GLOBAL and RANK_ZERO scopes (nvalchemi's DomainParallel.gather).
+   MPI only: no LAMMPS classes, no LibTorch.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_GATHER_H
+#define LMP_NVALCHEMI_GATHER_H
+
+#include <mpi.h>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // Rows of `width` doubles from every rank, in rank order, and their order by atom ID (the
+  // first column of each row). Held on every rank, or on rank 0 only.
+  struct Gathered {
+    std::vector<double> rows;
+    std::vector<int> counts, displs;    // rows of each rank, and where they start (every rank)
+    std::vector<int> by_id;             // row indices sorted by atom ID (where rows are held)
+  };
+
+  // Collective. `mine` holds this rank's rows; `everywhere` false gathers on rank 0 only.
+  void gather_rows(const std::vector<double> &mine, int width, bool everywhere, MPI_Comm world,
+                   Gathered &gathered);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

@@ -1,0 +1,65 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: the exchange ops' rows through per-atom communication.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_row_exchange.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  namespace {
+    // accumulates the wall time of its scope into `total`
+    struct Stopwatch {
+      using Clock = std::chrono::steady_clock;
+      explicit Stopwatch(double &total) : total(total), start(Clock::now()) {}
+      ~Stopwatch() { total += std::chrono::duration<double>(Clock::now() - start).count(); }
+      double &total;
+      Clock::time_point start;
+    };
+  }    // namespace
+
+  // rows [0, nrows) into a zeroed per-atom buffer
+  void RowExchange::rows_to_atoms(const double *rows, int64_t nrows, int width)
+  {
+    atom_values.assign(static_cast<size_t>(comm.num_atoms()) * width, 0.0);
+    for (int64_t r = 0; r < nrows; ++r)
+      std::copy_n(rows + r * width, width,
+                  &atom_values[static_cast<size_t>(graph.row_atom[r]) * width]);
+  }
+
+  void RowExchange::atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const
+  {
+    for (int64_t r = first; r < last; ++r)
+      std::copy_n(&atom_values[static_cast<size_t>(graph.row_atom[r]) * width], width,
+                  rows + r * width);
+  }
+
+  void RowExchange::refresh(double *rows, int width)
+  {
+    Stopwatch watch(seconds);
+    widest = std::max(widest, width);
+    rows_to_atoms(rows, graph.n_owned, width);
+    comm.forward(atom_values.data(), width);
+    atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
+  }
+
+  void RowExchange::sum_into_owners(double *rows, int width)
+  {
+    Stopwatch watch(seconds);
+    widest = std::max(widest, width);
+    rows_to_atoms(rows, graph.num_rows(), width);
+    comm.reverse(atom_values.data(), width);
+    atoms_to_rows(rows, 0, graph.n_owned, width);
+  }
+
+  void RowExchange::sum_over_ranks(double *values, int n)
+  {
+    Stopwatch watch(seconds);
+    comm.sum_over_ranks(values, n);
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

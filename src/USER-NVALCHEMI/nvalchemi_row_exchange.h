@@ -1,0 +1,56 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the exchange ops' rows (torch.ops.nvalchemi.*) served by per-atom
+   communication. Rows are the graph's atoms; atoms of NULL types are not rows, so rows go
+   through a per-atom buffer that LAMMPS' forward and reverse communication move.
+   Plain C++17: no LAMMPS classes, no LibTorch.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_ROW_EXCHANGE_H
+#define LMP_NVALCHEMI_ROW_EXCHANGE_H
+
+#include "nvalchemi_exchange.h"
+#include "nvalchemi_graph.h"
+
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // Communication of per-atom arrays [num_atoms()][width] (owned atoms, then ghosts), row-major.
+  // Every call is collective. The pair style implements it with LAMMPS' comm.
+  class AtomComm {
+   public:
+    virtual ~AtomComm() = default;
+    virtual int num_atoms() const = 0;
+    // ghost atoms take the values of their owners
+    virtual void forward(double *values, int width) = 0;
+    // ghost atoms' values are added into their owners
+    virtual void reverse(double *values, int width) = 0;
+    // element-wise sum over all ranks, in place
+    virtual void sum_over_ranks(double *values, int n) = 0;
+  };
+
+  class RowExchange : public Exchanger {
+   public:
+    RowExchange(const Graph &graph, AtomComm &comm) : graph(graph), comm(comm) {}
+    int64_t num_rows() const override { return graph.num_rows(); }
+    int64_t num_owned() const override { return graph.n_owned; }
+    void refresh(double *rows, int width) override;
+    void sum_into_owners(double *rows, int width) override;
+    void sum_over_ranks(double *values, int n) override;
+
+    double seconds = 0.0;    // wall time spent in the calls above, accumulated
+    int widest = 0;          // most values per row moved by one call, accumulated
+
+   private:
+    const Graph &graph;
+    AtomComm &comm;
+    std::vector<double> atom_values;    // [num_atoms][width] scratch
+    void rows_to_atoms(const double *rows, int64_t nrows, int width);
+    void atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const;
+  };
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

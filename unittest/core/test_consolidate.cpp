@@ -1,0 +1,210 @@
+// Unit tests: the rules that turn one rank's model outputs into its share of the result (which
+// energy each rank differentiates, which rows carry consolidated values, output checks,
+// framework-provided outputs) and the row exchange of the exchange ops, with a test double for
+// LAMMPS' communication.
+
+#include "nvalchemi_consolidate.h"
+#include "nvalchemi_row_exchange.h"
+
+#include "gtest/gtest.h"
+
+using namespace LAMMPS_NS::NVAlchemi;
+
+namespace {
+// owned rows 0, 1 and ghost row 2 (atom 3; atom 2 is of a NULL type, not a row)
+Graph two_owned_one_ghost()
+{
+  Graph g;
+  g.n_owned = 2;
+  g.row_atom = {0, 1, 3};
+  g.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+  g.atomic_numbers = {18, 18, 18};
+  g.edges = {1, 0, 2, 0, 0, 1};
+  g.edge_vectors = {-1, 0, 0, 0, -1, 0, 1, 0, 0};
+  return g;
+}
+
+ModelOutputs outputs_with(std::initializer_list<std::pair<const std::string, OutputTensor>> list)
+{
+  ModelOutputs out;
+  out.tensors = list;
+  return out;
+}
+}    // namespace
+
+TEST(EnergyShare, NodeEnergiesOwnedOrAllRowsByTheirReduce)
+{
+  MLIPSpec spec = preset("SPEC_LJ_HALO").resolved();
+  EnergyShare share = energy_share(spec, 4);
+  EXPECT_EQ(share.key, "atomic_energies");
+  EXPECT_TRUE(share.owned_rows);
+  EXPECT_EQ(share.weight, 1.0);
+  EXPECT_TRUE(share.differentiate);
+
+  spec.outputs["atomic_energies"].reduce = Reduce::ALL_REDUCE;    // ghost rows hold partials
+  EXPECT_FALSE(energy_share(spec, 4).owned_rows);
+}
+
+TEST(EnergyShare, ReplicatedGlobalEnergyCountsOncePerRankSum)
+{
+  const MLIPSpec ewald = preset("SPEC_EWALD_HALO").resolved();
+  const EnergyShare share = energy_share(ewald, 4);
+  EXPECT_EQ(share.key, "energy");
+  EXPECT_FALSE(share.owned_rows);
+  EXPECT_DOUBLE_EQ(share.weight, 0.25);
+  // a per-rank partial energy counts as it is
+  MLIPSpec partial = ewald;
+  partial.outputs["energy"].reduce = Reduce::ALL_REDUCE;
+  EXPECT_DOUBLE_EQ(energy_share(partial, 4).weight, 1.0);
+}
+
+TEST(EnergyShare, ModelForcesAndMissingDeclarationsAreChecked)
+{
+  const MLIPSpec uma = preset("SPEC_UMA_HALO").resolved();
+  EXPECT_FALSE(energy_share(uma, 2).differentiate);
+
+  MLIPSpec no_forces = uma;
+  no_forces.outputs.erase("forces");
+  EXPECT_THROW(energy_share(no_forces, 2), std::invalid_argument);
+
+  MLIPSpec no_energy = preset("SPEC_LJ_HALO").resolved();
+  no_energy.outputs.clear();
+  EXPECT_THROW(energy_share(no_energy, 2), std::invalid_argument);
+}
+
+TEST(Consolidation, RowsAndWeightsFollowTheReduce)
+{
+  const Graph g = two_owned_one_ghost();
+  EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::ALL_REDUCE}, g), 3);
+  EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::OWNED_ONLY}, g), 2);
+  EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::NONE}, g), 2);
+  EXPECT_DOUBLE_EQ(rank_share_weight({OutputKind::PER_GRAPH, Reduce::NONE}, 8), 0.125);
+  EXPECT_DOUBLE_EQ(rank_share_weight({OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}, 8), 1.0);
+}
+
+TEST(Consolidation, OutputChecksNameWhatTheModelReturned)
+{
+  const Graph g = two_owned_one_ghost();
+  const ModelOutputs out = outputs_with({{"atomic_energies", {{3}, {1, 2, 3}}},
+                                         {"forces", {{2, 3}, {0, 0, 0, 0, 0, 0}}}});
+  EXPECT_EQ(row_output(out, "atomic_energies", g, 1, "x").values.size(), 3u);
+  try {
+    row_output(out, "forces", g, 3, "Force strategy 'model'");
+    FAIL() << "a forces output with 2 rows for 3 atom rows was accepted";
+  } catch (OutputError &e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("Force strategy 'model' needs model output 'forces' with 3 values on each "
+                        "of the 3 atom rows"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("the model returned: atomic_energies [3], forces [2,3]"),
+              std::string::npos)
+        << text;
+  }
+  EXPECT_THROW(sized_output(out, "energy", 1, "compute nvalchemi/global"), OutputError);
+  EXPECT_EQ(describe_outputs(ModelOutputs()), "nothing");
+}
+
+TEST(Consolidation, FrameworkProvidesTheEnergyOfANodeEnergyModel)
+{
+  const MLIPSpec spec = preset("SPEC_LJ_HALO").resolved();    // declares energy all_reduce
+  ModelOutputs out = outputs_with({{"atomic_energies", {{3}, {1, 2, 3}}}});
+  out.energy_share = 3.0;
+  provide_framework_outputs(spec, energy_share(spec, 2), out);
+  ASSERT_TRUE(out.tensors.count("energy"));
+  EXPECT_EQ(out.tensors.at("energy").values, std::vector<double>{3.0});
+
+  // a model's own energy is kept; a replicated energy is never made up from a rank's share
+  ModelOutputs own = outputs_with({{"energy", {{1}, {7.0}}}});
+  provide_framework_outputs(spec, energy_share(spec, 2), own);
+  EXPECT_EQ(own.tensors.at("energy").values, std::vector<double>{7.0});
+  MLIPSpec replicated = spec;
+  replicated.outputs["energy"].reduce = Reduce::NONE;
+  ModelOutputs none = outputs_with({{"atomic_energies", {{3}, {1, 2, 3}}}});
+  provide_framework_outputs(replicated, energy_share(replicated, 2), none);
+  EXPECT_FALSE(none.tensors.count("energy"));
+}
+
+TEST(Consolidation, RankShareOfModelForcesKeepsOwnedRowsOfOwnedOnlyForces)
+{
+  MLIPSpec spec = preset("SPEC_UMA_HALO").resolved();
+  spec.outputs["forces"].reduce = Reduce::OWNED_ONLY;
+  spec.outputs["virial"].reduce = Reduce::NONE;    // replicated: each rank counts 1/nprocs
+  const Graph g = two_owned_one_ghost();
+  ModelOutputs out = outputs_with({{"forces", {{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}},
+                                   {"virial", {{1, 3, 3}, {8, 1, 2, 1, 4, 3, 2, 3, 6}}}});
+  Contribution c;
+  std::vector<double> rows;
+  rank_share(spec, energy_share(spec, 2), g, out, 2, c, rows);
+  EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 4, 5, 6, 0, 0, 0}));
+  ASSERT_TRUE(c.has_virial);
+  EXPECT_DOUBLE_EQ(c.virial[0], 4.0);    // xx / 2 ranks
+  EXPECT_DOUBLE_EQ(c.virial[5], 1.5);    // yz
+  EXPECT_DOUBLE_EQ(c.force_scale, 6.0);
+}
+
+TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
+{
+  const MLIPSpec spec = preset("SPEC_LJ_HALO").resolved();
+  const Graph g = two_owned_one_ghost();
+  ModelOutputs out;
+  out.edge_gradients = {0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0};
+  Contribution c;
+  std::vector<double> rows;
+  rank_share(spec, energy_share(spec, 1), g, out, 1, c, rows);
+  // edge 1 -> 0 with g (0.5,0,0) pulls -g on row 0 and +g on row 1, and so on
+  EXPECT_EQ(rows, (std::vector<double>{-1, -0.25, 0, 1, 0, 0, 0, 0.25, 0}));
+  EXPECT_DOUBLE_EQ(c.virial[0], -(-1 * 0.5 + 1 * -0.5));    // -sum r_x g_x
+  EXPECT_DOUBLE_EQ(c.virial[1], -(-1 * 0.25));
+}
+
+namespace {
+// Two "ranks" folded into one array: atoms 0-1 owned; atom 2 a NULL-type owned atom; atom 3 the
+// ghost image of atom 0; atom 4 a ghost of a NULL type.
+class FoldedComm : public AtomComm {
+ public:
+  int num_atoms() const override { return 5; }
+  void forward(double *values, int width) override
+  {
+    ++calls;
+    for (int c = 0; c < width; ++c) values[3 * width + c] = values[0 * width + c];
+  }
+  void reverse(double *values, int width) override
+  {
+    ++calls;
+    for (int c = 0; c < width; ++c) values[0 * width + c] += values[3 * width + c];
+  }
+  void sum_over_ranks(double *values, int n) override
+  {
+    for (int k = 0; k < n; ++k) values[k] *= 2;    // two ranks holding the same value
+  }
+  int calls = 0;
+};
+}    // namespace
+
+TEST(RowExchange, RefreshCopiesOwnersIntoGhostRowsThroughAtoms)
+{
+  const Graph g = two_owned_one_ghost();
+  FoldedComm comm;
+  RowExchange exchange(g, comm);
+  std::vector<double> rows = {1, 2, 3, 4, -1, -1};    // width 2; the ghost row is stale
+  exchange.refresh(rows.data(), 2);
+  EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 4, 1, 2}));
+  EXPECT_EQ(comm.calls, 1);
+  EXPECT_EQ(exchange.widest, 2);
+}
+
+TEST(RowExchange, SumIntoOwnersAddsGhostPartialsAndKeepsGhostRows)
+{
+  const Graph g = two_owned_one_ghost();
+  FoldedComm comm;
+  RowExchange exchange(g, comm);
+  std::vector<double> rows = {1, 2, 3, 10, 20, 30, 100, 200, 300};    // width 3
+  exchange.sum_into_owners(rows.data(), 3);
+  EXPECT_EQ(rows, (std::vector<double>{101, 202, 303, 10, 20, 30, 100, 200, 300}));
+  double total[2] = {1.5, -2.0};
+  exchange.sum_over_ranks(total, 2);
+  EXPECT_EQ(total[0], 3.0);
+  EXPECT_EQ(total[1], -4.0);
+  EXPECT_GE(exchange.seconds, 0.0);
+}

@@ -1,0 +1,129 @@
+"""Every example runs, on 2 ranks, and does what its opening comment says.
+
+* examples/lj: the LJ model "matches pair_style lj/cut 2.5 to rounding": the same input with
+  lj/cut 2.5 prints the same thermo;
+* examples/spec: the keywords reach the effective spec, c_e equals pe, v_wp (the model's virial
+  trace / 3V) equals c_pv (the virial part of the pressure), the per-atom virials are dumped;
+* examples/mp: "swap in schnet_deep.pt ... same answer": the deep model prints the same thermo
+  (over the first 10 steps);
+* examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
+  lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
+  pe (pe minus the same run without fix_modify energy equals f_dd).
+Thermo values are compared to the precision LAMMPS prints (8 significant digits): 2e-7 relative.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from harness import run_lammps
+
+PRINTED = 2e-7
+
+
+def thermo(output):
+    """{column: values} of the last thermo table in LAMMPS' screen output."""
+    table = re.findall(r"^\s*(Step\s.*?)\n(.*?)\nLoop time", output, re.DOTALL | re.MULTILINE)[-1]
+    names = table[0].split()
+    rows = [[float(v) for v in line.split()] for line in table[1].splitlines()
+            if re.match(r"^\s*\d", line) and len(line.split()) == len(names)]
+    return {name: np.array([row[k] for row in rows]) for k, name in enumerate(names)}
+
+
+def close(a, b, tol=PRINTED):
+    scale = max(np.max(np.abs(b)), 1e-300)
+    return float(np.max(np.abs(a - b)) / scale) <= tol
+
+
+class Example:
+    def __init__(self, args, workdir, name):
+        self.args, self.name = args, name
+        self.dir = os.path.join(workdir, "examples", name)
+        shutil.copytree(os.path.join(args.repo, "examples", name), self.dir)
+        self.source = open(os.path.join(self.dir, f"in.{name}")).read()
+
+    def run(self, label, text=None):
+        """Run the input (or a variant of it) on 2 ranks; exit the test on failure."""
+        path = f"in.{label}"
+        with open(os.path.join(self.dir, path), "w") as f:
+            f.write(self.source if text is None else text)
+        proc = run_lammps(self.args.lmp, self.args.mpirun, 2, path, self.dir, timeout=600)
+        if proc.returncode != 0:
+            sys.exit(f"FAIL: examples/{self.name} ({label}) exit {proc.returncode}:\n{proc.stdout[-3000:]}")
+        return proc.stdout
+
+    def variant(self, old, new):
+        assert old in self.source, (self.name, old)
+        return self.source.replace(old, new)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--repo", required=True)
+    args = parser.parse_args()
+
+    failures = []
+
+    def check(example, what, ok):
+        print(f"{'ok' if ok else 'FAIL':4s} examples/{example}: {what}")
+        if not ok:
+            failures.append(f"examples/{example}: {what}")
+
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-examples-") as workdir:
+        os.symlink(os.path.join(args.repo, "potentials"), os.path.join(workdir, "potentials"))
+
+        lj = Example(args, workdir, "lj")
+        model, native = thermo(lj.run("lj")), thermo(lj.run("lj_cut", lj.variant(
+            "pair_style      nvalchemi ../../potentials/lj_ar.pt\npair_coeff      * * Ar",
+            "pair_style      lj/cut 2.5\npair_coeff      * * 1.0 1.0")))
+        check("lj", "thermo equals the run with pair_style lj/cut 2.5",
+              all(close(model[k], native[k]) for k in native))
+
+        spec = Example(args, workdir, "spec")
+        out = spec.run("spec")
+        t = thermo(out)
+        check("spec", "the output keyword is in the effective spec",
+              re.search(r'"atomic_virials": \{\s*"kind": "per_node",\s*"reduce": "all_reduce"', out) is not None)
+        check("spec", "the force strategy keyword is in the effective spec", '"force_strategy": "model"' in out)
+        check("spec", "c_e equals pe", close(t["c_e"], t["PotEng"]))
+        check("spec", "v_wp equals c_pv", close(t["v_wp"], t["c_pv"]))
+        dump = np.loadtxt(os.path.join(spec.dir, "dump.spec"), skiprows=9, max_rows=2048)    # the first frame
+        check("spec", "per-atom virials are dumped and nonzero", dump.shape[1] == 12 and np.any(dump[:, 9:] != 0))
+
+        mp = Example(args, workdir, "mp")
+        # the deep halo costs ~20x the layerwise step here: its first 10 steps make the point
+        layerwise = thermo(mp.run("mp"))
+        deep = thermo(mp.run("mp_deep", mp.variant("schnet_layerwise.pt", "schnet_deep.pt").replace(
+            "run             50", "run             10")))
+        rows = len(deep["Step"])
+        check("mp", f"schnet_deep.pt gives the same thermo as schnet_layerwise.pt (steps {deep['Step']})",
+              rows == 2 and all(close(layerwise[k][:rows], deep[k]) for k in layerwise))
+
+        dd = Example(args, workdir, "dd")
+        out = dd.run("dd")
+        t = thermo(out)
+        steps = [int(s) for s in re.findall(r"validate step (\d+): largest differences", out)]
+        check("dd", f"validation on steps 0, 50, 100 (found {steps})", steps == [0, 50, 100])
+        columns = [f"f_dd[{k}]" for k in (1, 2, 4, 5, 6, 7, 8, 9, 10)]
+        check("dd", "thermo has the statistics, timings included", all(c in t for c in columns))
+        check("dd", "the timings are measured (model seconds > 0)", np.all(t["f_dd[8]"] > 0))
+        distance = np.abs(t["c_centre[1]"] - 6.9)
+        check("dd", f"the centre moves towards 6.9 ({distance[0]:.4f} -> {distance[-1]:.4f})", distance[-1] < distance[0])
+        plain = thermo(dd.run("dd_no_energy", dd.variant("fix_modify      dd energy yes", "fix_modify      dd energy no")))
+        # thermo prints 6 significant digits here (thermo_modify format float %.6g)
+        added = t["PotEng"][0] - plain["PotEng"][0]
+        check("dd", f"the umbrella's energy enters pe ({added:.6g} = f_dd {t['f_dd'][0]:.6g})",
+              t["f_dd"][0] > 0 and abs(added - t["f_dd"][0]) <= 2e-6 * abs(t["PotEng"][0]))
+    if failures:
+        sys.exit("FAIL:\n" + "\n".join(failures))
+
+
+if __name__ == "__main__":
+    main()
