@@ -91,9 +91,9 @@ namespace NVAlchemi {
     const OutputTensor *t = find(outputs, key);
     if (t && !t->shape.empty() && t->shape[0] == graph.num_rows() && values_per_row(*t) == width)
       return *t;
-    throw OutputError(purpose + " needs model output '" + key + "' with " +
-                      std::to_string(width) + " value" + (width == 1 ? "" : "s") +
-                      " on each of the " + std::to_string(graph.num_rows()) +
+    throw OutputError(purpose + " needs model output '" + key + "' with " + std::to_string(width) +
+                      " value" + (width == 1 ? "" : "s") + " on each of the " +
+                      std::to_string(graph.num_rows()) +
                       " atom rows; the model returned: " + describe_outputs(outputs));
   }
 
@@ -102,8 +102,8 @@ namespace NVAlchemi {
   {
     const OutputTensor *t = find(outputs, key);
     if (t && static_cast<int64_t>(t->values.size()) == size) return *t;
-    throw OutputError(purpose + " needs model output '" + key + "' with " +
-                      std::to_string(size) + " value" + (size == 1 ? "" : "s") +
+    throw OutputError(purpose + " needs model output '" + key + "' with " + std::to_string(size) +
+                      " value" + (size == 1 ? "" : "s") +
                       "; the model returned: " + describe_outputs(outputs));
   }
 

@@ -38,8 +38,9 @@ namespace NVAlchemi {
     if (g.rows.empty()) return;
     g.by_id.resize(total);
     std::iota(g.by_id.begin(), g.by_id.end(), 0);
-    std::sort(g.by_id.begin(), g.by_id.end(),
-              [&](int a, int b) { return g.rows[a * width] < g.rows[b * width]; });
+    std::sort(g.by_id.begin(), g.by_id.end(), [&](int a, int b) {
+      return g.rows[a * width] < g.rows[b * width];
+    });
   }
 
 }    // namespace NVAlchemi

@@ -124,8 +124,8 @@ namespace NVAlchemi {
       MPI_Scatterv(added.data(), counts.data(), displs.data(), MPI_DOUBLE, own.data(),
                    static_cast<int>(own.size()), MPI_DOUBLE, 0, world);
     } else if (!added.empty()) {
-      const size_t first =
-          scope == HookScope::GLOBAL ? 3 * static_cast<size_t>(g.displs[comm->me]) : 0;
+      const size_t first = scope == HookScope::GLOBAL ? 3 * static_cast<size_t>(g.displs[comm->me])
+                                                      : 0;
       std::copy_n(added.begin() + first, own.size(), own.begin());
     }
     double **f = atom->f;

@@ -65,9 +65,7 @@ struct PairNVAlchemi::AtomCommunication : public NVAlchemi::AtomComm {
   void forward(double *values, int width) override { pair->forward_copy(values, width); }
   void reverse(double *values, int width) override { pair->reverse_sum(values, width); }
   void sum_over_ranks(double *values, int n) override
-  {
-    MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, pair->world);
-  }
+  { MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, pair->world); }
   PairNVAlchemi *pair;
 };
 
@@ -705,8 +703,7 @@ void PairNVAlchemi::decomposed_contribution(NVAlchemi::Contribution &c)
 }
 
 void PairNVAlchemi::reference_contribution(const std::vector<double> &x,
-                                           const std::vector<int> &type,
-                                           NVAlchemi::Contribution &c)
+                                           const std::vector<int> &type, NVAlchemi::Contribution &c)
 {
   State &s = *state;
   std::vector<int64_t> atomic_numbers(type.size());

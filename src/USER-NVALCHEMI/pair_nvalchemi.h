@@ -69,7 +69,7 @@ class PairNVAlchemi : public Pair {
   const std::vector<int> &atomic_number_of_type() const;
 
  protected:
-  struct State;                // model, spec and per-step buffers (LibTorch stays out of this header)
+  struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)
   struct AtomCommunication;    // forward_copy / reverse_sum for the exchange ops
   State *state;
   double cutoff;

@@ -85,8 +85,8 @@ TEST(Consolidation, RowsAndWeightsFollowTheReduce)
 TEST(Consolidation, OutputChecksNameWhatTheModelReturned)
 {
   const Graph g = two_owned_one_ghost();
-  const ModelOutputs out = outputs_with({{"atomic_energies", {{3}, {1, 2, 3}}},
-                                         {"forces", {{2, 3}, {0, 0, 0, 0, 0, 0}}}});
+  const ModelOutputs out = outputs_with(
+      {{"atomic_energies", {{3}, {1, 2, 3}}}, {"forces", {{2, 3}, {0, 0, 0, 0, 0, 0}}}});
   EXPECT_EQ(row_output(out, "atomic_energies", g, 1, "x").values.size(), 3u);
   try {
     row_output(out, "forces", g, 3, "Force strategy 'model'");
@@ -97,8 +97,7 @@ TEST(Consolidation, OutputChecksNameWhatTheModelReturned)
                         "of the 3 atom rows"),
               std::string::npos)
         << text;
-    EXPECT_NE(text.find("the model returned: atomic_energies [3], forces [2,3]"),
-              std::string::npos)
+    EXPECT_NE(text.find("the model returned: atomic_energies [3], forces [2,3]"), std::string::npos)
         << text;
   }
   EXPECT_THROW(sized_output(out, "energy", 1, "compute nvalchemi/global"), OutputError);

@@ -146,8 +146,8 @@ TEST(Reference, WholeSystemInOneProcessMatchesAnalyticLennardJones)
   const MLIPSpec spec = parse_metadata(model.metadata_text()).spec.resolved();
   // two atoms 1.2 apart across the periodic boundary of a 10-wide cube: one image pair
   const std::vector<double> x = {0.4, 5.0, 5.0, 9.2, 5.0, 5.0};
-  const Contribution c = reference_contribution(model, spec, energy_share(spec, 4), x, {18, 18},
-                                                CUBE, 2.5);
+  const Contribution c =
+      reference_contribution(model, spec, energy_share(spec, 4), x, {18, 18}, CUBE, 2.5);
   const double r = 1.2;
   EXPECT_NEAR(c.energy, lj(r), 1e-12 * std::fabs(lj(r)));    // weight 1: one process
   // atom 0 sits at +x of its neighbour's image: its force is -dE/dr along +x

@@ -72,13 +72,13 @@ ONE_RANK_SPEC = {"preset": "SPEC_UMA_HALO", "halo": "local",
 # a slab in the lower half of the box: on a 2x1x1 grid rank 1 owns no atoms
 ONE_RANK_BASE = """units lj
 atom_style atomic
+processors 2 1 1
 lattice fcc 0.8442
 region box block 0 8 0 4 0 4
 create_box 1 box
-region slab block 0 4 INF INF INF INF
+region slab block 0 3.5 INF INF INF INF
 create_atoms 1 region slab
 mass * 1.0
-processors 2 1 1
 pair_style nvalchemi {model}
 pair_coeff * * Ar
 {after}run 0
