@@ -197,6 +197,15 @@ namespace NVAlchemi {
     }
   }
 
+  void rows_to_atoms(const Graph &graph, const double *rows, int64_t nrows, int width,
+                     std::size_t natoms, std::vector<double> &atoms)
+  {
+    atoms.assign(natoms * width, 0.0);
+    for (int64_t r = 0; r < nrows; ++r)
+      std::copy_n(rows + r * width, width,
+                  &atoms[static_cast<std::size_t>(graph.row_atom[r]) * width]);
+  }
+
   void edge_forces(const Graph &graph, const std::vector<double> &edge_gradients,
                    std::vector<double> &row_forces)
   {

@@ -5,6 +5,7 @@
 #ifndef LMP_NVALCHEMI_GRAPH_H
 #define LMP_NVALCHEMI_GRAPH_H
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -67,6 +68,11 @@ namespace NVAlchemi {
   void build_periodic_graph(const std::vector<double> &positions,
                             const std::vector<int64_t> &atomic_numbers, const Cell &cell,
                             double cutoff, Graph &graph);
+
+  // The first `nrows` rows of `rows` (`width` values each) placed at their atoms in a per-atom
+  // array of `natoms` atoms, row-major; atoms without one of those rows get zeros.
+  void rows_to_atoms(const Graph &graph, const double *rows, int64_t nrows, int width,
+                     std::size_t natoms, std::vector<double> &atoms);
 
   // Forces on the rows from the gradient of an energy with respect to the edge vectors: an
   // edge r = x_receiver - x_sender with gradient g pulls -g on its receiver and +g on its

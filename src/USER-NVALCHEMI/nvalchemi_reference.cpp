@@ -27,9 +27,7 @@ namespace NVAlchemi {
     Contribution c;
     std::vector<double> row_forces;
     rank_share(spec, share, graph, outputs, 1, c, row_forces);
-    c.forces.assign(3 * atomic_numbers.size(), 0.0);
-    for (int64_t r = 0; r < graph.num_rows(); ++r)
-      std::copy_n(&row_forces[3 * r], 3, &c.forces[3 * static_cast<size_t>(graph.row_atom[r])]);
+    rows_to_atoms(graph, row_forces.data(), graph.num_rows(), 3, atomic_numbers.size(), c.forces);
     return c;
   }
 

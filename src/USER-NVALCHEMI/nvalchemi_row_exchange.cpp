@@ -21,15 +21,6 @@ namespace NVAlchemi {
     };
   }    // namespace
 
-  // rows [0, nrows) into a zeroed per-atom buffer
-  void RowExchange::rows_to_atoms(const double *rows, int64_t nrows, int width)
-  {
-    atom_values.assign(static_cast<size_t>(comm.num_atoms()) * width, 0.0);
-    for (int64_t r = 0; r < nrows; ++r)
-      std::copy_n(rows + r * width, width,
-                  &atom_values[static_cast<size_t>(graph.row_atom[r]) * width]);
-  }
-
   void RowExchange::atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const
   {
     for (int64_t r = first; r < last; ++r)
@@ -41,7 +32,7 @@ namespace NVAlchemi {
   {
     Stopwatch watch(seconds);
     widest = std::max(widest, width);
-    rows_to_atoms(rows, graph.n_owned, width);
+    rows_to_atoms(graph, rows, graph.n_owned, width, comm.num_atoms(), atom_values);
     comm.forward(atom_values.data(), width);
     atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
   }
@@ -50,7 +41,7 @@ namespace NVAlchemi {
   {
     Stopwatch watch(seconds);
     widest = std::max(widest, width);
-    rows_to_atoms(rows, graph.num_rows(), width);
+    rows_to_atoms(graph, rows, graph.num_rows(), width, comm.num_atoms(), atom_values);
     comm.reverse(atom_values.data(), width);
     atoms_to_rows(rows, 0, graph.n_owned, width);
   }

@@ -46,7 +46,6 @@ namespace NVAlchemi {
     const Graph &graph;
     AtomComm &comm;
     std::vector<double> atom_values;    // [num_atoms][width] scratch
-    void rows_to_atoms(const double *rows, int64_t nrows, int width);
     void atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const;
   };
 

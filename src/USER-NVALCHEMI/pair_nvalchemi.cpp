@@ -579,10 +579,9 @@ const double *PairNVAlchemi::peratom_output(const char *name, int width)
   stop_on_output_error(lmp, s.model_file, [&] {
     t = &NVAlchemi::row_output(s.outputs, name, s.graph, width, "compute nvalchemi/atom");
   });
-  c.values.assign(static_cast<size_t>(atom->nlocal + atom->nghost) * width, 0.0);
-  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(declared, s.graph); r < n; ++r)
-    std::copy_n(&t->values[r * width], width,
-                &c.values[static_cast<size_t>(s.graph.row_atom[r]) * width]);
+  NVAlchemi::rows_to_atoms(s.graph, t->values.data(),
+                           NVAlchemi::consolidated_rows(declared, s.graph), width,
+                           atom->nlocal + atom->nghost, c.values);
   if (NVAlchemi::sums_ghost_rows(declared)) reverse_sum(c.values.data(), width);
   c.evaluation = s.evaluations;
   return c.values.data();
@@ -689,9 +688,9 @@ void PairNVAlchemi::decomposed_contribution(NVAlchemi::Contribution &c)
     NVAlchemi::rank_share(s.spec, s.share, s.graph, s.outputs, comm->nprocs, c, s.row_forces);
   });
   const int nlocal = atom->nlocal;
-  std::vector<double> atom_forces(3 * static_cast<size_t>(nlocal + atom->nghost), 0.0);
-  for (size_t r = 0; r < s.graph.row_atom.size(); ++r)
-    for (int d = 0; d < 3; ++d) atom_forces[3 * s.graph.row_atom[r] + d] += s.row_forces[3 * r + d];
+  std::vector<double> atom_forces;
+  NVAlchemi::rows_to_atoms(s.graph, s.row_forces.data(), s.graph.num_rows(), 3,
+                           nlocal + atom->nghost, atom_forces);
   reverse_sum(atom_forces.data(), 3);
   c.forces.assign(atom_forces.begin(), atom_forces.begin() + 3 * nlocal);
 

@@ -292,12 +292,12 @@ def one_rank_cases(models):
     ]
 
 
-def run_case(args, workdir, n, name, text, expected, proc_pattern=""):
+def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=120):
     rundir = os.path.join(workdir, f"case{n}")
     os.makedirs(rundir)
     with open(os.path.join(rundir, "in.error"), "w") as f:
         f.write(text)
-    proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=60 if proc_pattern else 120)
+    proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=timeout)
     output = proc.stdout + proc.stderr
     found = re.search(r"ERROR" + proc_pattern + r".*" + expected, output, re.DOTALL)
     status = "ok" if proc.returncode != 0 and found else "FAIL"
@@ -323,7 +323,7 @@ def main():
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout
         for n, (name, fields, expected) in enumerate(one_rank_cases(models), start=len(all_cases)):
             failures += run_case(args, workdir, n, f"one rank: {name}", ONE_RANK_BASE.format(**fields), expected,
-                                 proc_pattern=r" on proc 1:" if "hook" not in name else "")
+                                 proc_pattern=r" on proc 1:" if "hook" not in name else "", timeout=60)
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
 
