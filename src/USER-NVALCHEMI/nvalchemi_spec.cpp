@@ -6,6 +6,7 @@
 
 #include "json.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -35,6 +36,11 @@ namespace NVAlchemi {
         {ForceStrategy::MODEL_INTERNAL, "model"},
         {ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, "node_energy"},
         {ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, "global_energy"}};
+    // the toolkit's ForceStrategy values, read as synonyms
+    const NameTable<ForceStrategy> TOOLKIT_FORCE_STRATEGIES = {
+        {ForceStrategy::MODEL_INTERNAL, "model_internal"},
+        {ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, "framework_from_node_energy"},
+        {ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, "framework_from_global_energy"}};
 
     template <typename E> std::string name_of(const NameTable<E> &table, E value)
     {
@@ -71,7 +77,11 @@ namespace NVAlchemi {
   HaloMode parse_halo_mode(const std::string &s)
   { return parse_name(HALO_MODES, s, "halo mode"); }
   ForceStrategy parse_force_strategy(const std::string &s)
-  { return parse_name(FORCE_STRATEGIES, s, "force strategy"); }
+  {
+    for (const auto &entry : TOOLKIT_FORCE_STRATEGIES)
+      if (s == entry.second) return entry.first;
+    return parse_name(FORCE_STRATEGIES, s, "force strategy");
+  }
 
   // ---- composition and defaults ----------------------------------------------------------
 
@@ -119,6 +129,13 @@ namespace NVAlchemi {
 
   MLIPSpec MLIPSpec::resolved() const
   {
+    for (const auto &entry : outputs)
+      if (entry.second.kind == OutputKind::UNKNOWN)
+        throw std::invalid_argument(
+            "output '" + entry.first +
+            "' has kind 'unknown': declare it per_node (one value per atom row), per_graph (one "
+            "per system) or global (passed through); pair_style nvalchemi does not guess a kind "
+            "from the number of rows");
     MLIPSpec r = *this;
     default_if_unset(r.node_energy_key, std::string("atomic_energies"));
     default_if_unset(r.node_virial_key, std::string("atomic_virials"));
@@ -296,11 +313,14 @@ namespace NVAlchemi {
           const json &o = item.value();
           if (!o.is_object() || !o.contains("kind") || !o.contains("reduce"))
             bad(where, "must be an object with 'kind' and 'reduce'");
-          check_keys(o, {"kind", "reduce"}, where + ".");
+          check_keys(o, {"kind", "reduce", "autograd"}, where + ".");
           if (!o.at("kind").is_string() || !o.at("reduce").is_string())
             bad(where, "kind and reduce must be strings");
+          if (o.contains("autograd") && !o.at("autograd").is_boolean())
+            bad(where + ".autograd", "must be true or false");
           spec.outputs[item.key()] = {parse_output_kind(o.at("kind").get<std::string>()),
-                                      parse_reduce(o.at("reduce").get<std::string>())};
+                                      parse_reduce(o.at("reduce").get<std::string>()),
+                                      o.value("autograd", false)};
         }
       }
       if (obj.contains("node_energy_key"))
@@ -333,14 +353,137 @@ namespace NVAlchemi {
     }
   }    // namespace
 
+  // ---- the toolkit's layout: MLIPSpec.to_dict(), version 2 ---------------------------------
+
+  namespace {
+    std::string string_or(const json &obj, const std::string &key, const std::string &fallback)
+    { return obj.contains(key) ? get_string(obj, key) : fallback; }
+
+    // the storage policy's record {"kind": ...} as a halo mode (doc/Howto_nvalchemi_spec.rst)
+    HaloMode halo_of_policy(const json &policy)
+    {
+      if (!policy.is_object() || !policy.contains("kind"))
+        bad("core.policy", "must be an object with a 'kind'");
+      const std::string kind = get_string(policy, "kind");
+      if (kind == "local") return HaloMode::LOCAL;
+      if (kind == "graph_parallel") return HaloMode::GP;
+      if (kind == "halo" || kind == "refresh_halo") {
+        check_keys(policy, {"kind", "scatter_mode", "gather_mode"}, "core.policy.");
+        // ghost rows neither folded into their owners nor refreshed: a strictly local model
+        const bool exchanges = string_or(policy, "scatter_mode", "halo_correction") != "local" ||
+            string_or(policy, "gather_mode", "halo_read") != "local";
+        return exchanges ? HaloMode::LAYERWISE : HaloMode::LOCAL;
+      }
+      if (kind == "shard")
+        bad("core.policy",
+            "kind 'shard' (owned rows only, cross-rank reads by global atom id) has "
+            "no counterpart in LAMMPS' spatial decomposition: use a halo policy");
+      bad("core.policy",
+          "has an unknown kind '" + kind + "' (known: local, halo, refresh_halo, graph_parallel)");
+    }
+
+    std::vector<std::string> string_list(const json &obj, const std::string &key)
+    {
+      std::vector<std::string> names;
+      if (!obj.contains(key) || obj.at(key).is_null()) return names;
+      if (!obj.at(key).is_array()) bad(key, "must be a list of output names");
+      for (const json &name : obj.at(key)) {
+        if (!name.is_string()) bad(key, "must be a list of output names");
+        names.push_back(name.get<std::string>());
+      }
+      return names;
+    }
+
+    std::optional<std::string> optional_string(const json &obj, const std::string &key)
+    {
+      if (!obj.contains(key) || obj.at(key).is_null()) return std::nullopt;
+      return get_string(obj, key);
+    }
+
+    void require_boolean(const json &obj, const std::string &key, const std::string &where)
+    {
+      if (obj.contains(key) && !obj.at(key).is_boolean()) bad(where + key, "must be true or false");
+    }
+
+    MLIPSpec from_toolkit(const json &j)
+    {
+      check_keys(j,
+                 {"version", "core", "system_reductions", "node_energy_key", "node_virial_key",
+                  "gp_replicate_geometry", "owned_only_outputs", "all_reduce_outputs",
+                  "output_kinds", "compile"},
+                 "");
+      MLIPSpec spec;
+      if (!j.contains("core") || !j.at("core").is_object())
+        bad("core", "must be an object with the storage policy (version 2 layout)");
+      const json &core = j.at("core");
+      check_keys(core, {"policy", "custom_ops", "third_party_helpers", "shard_fields"}, "core.");
+      if (!core.contains("policy")) bad("core.policy", "is missing");
+      spec.halo = halo_of_policy(core.at("policy"));
+      for (const char *hatch : {"custom_ops", "third_party_helpers"})
+        if (core.contains(hatch) && !core.at(hatch).is_null() && !core.at(hatch).empty())
+          bad(std::string("core.") + hatch,
+              "names Python or Triton callables for the toolkit's dispatch, which a LAMMPS run "
+              "cannot call: build what they do into the TorchScript model");
+      require_boolean(j, "system_reductions", "");
+      require_boolean(j, "gp_replicate_geometry", "");
+      spec.node_energy_key = optional_string(j, "node_energy_key");
+      spec.node_virial_key = optional_string(j, "node_virial_key");
+
+      // per-output kinds: a sorted list of [name, kind] pairs, or an object {name: kind}
+      if (j.contains("output_kinds") && !j.at("output_kinds").is_null()) {
+        const json &kinds = j.at("output_kinds");
+        const auto add = [&](const json &name, const json &kind) {
+          if (!name.is_string() || !kind.is_string())
+            bad("output_kinds", "must pair output names with kind names");
+          spec.outputs[name.get<std::string>()].kind = parse_output_kind(kind.get<std::string>());
+        };
+        if (kinds.is_object()) {
+          for (const auto &item : kinds.items()) add(json(item.key()), item.value());
+        } else if (kinds.is_array()) {
+          for (const json &pair : kinds) {
+            if (!pair.is_array() || pair.size() != 2)
+              bad("output_kinds", "must be a list of [name, kind] pairs");
+            add(pair[0], pair[1]);
+          }
+        } else {
+          bad("output_kinds", "must be a list of [name, kind] pairs");
+        }
+      }
+      const auto owned_only = string_list(j, "owned_only_outputs");
+      for (const auto &name : owned_only) spec.outputs[name].reduce = Reduce::OWNED_ONLY;
+      for (const auto &name : string_list(j, "all_reduce_outputs")) {
+        if (std::find(owned_only.begin(), owned_only.end(), name) != owned_only.end())
+          bad("all_reduce_outputs", "and owned_only_outputs both name '" + name + "'");
+        spec.outputs[name].reduce = Reduce::ALL_REDUCE;
+      }
+
+      if (j.contains("compile") && !j.at("compile").is_null()) {
+        const json &c = j.at("compile");
+        if (!c.is_object()) bad("compile", "must be an object or null");
+        check_keys(c, {"static_shapes", "force_strategy", "stress_via_strain"}, "compile.");
+        require_boolean(c, "static_shapes", "compile.");
+        // the virial always comes from the edge vectors here, exact for any model whose geometry
+        // comes from them: stress_via_strain has nothing to switch
+        require_boolean(c, "stress_via_strain", "compile.");
+        if (c.contains("static_shapes"))
+          spec.compile.static_shapes = c.at("static_shapes").get<bool>();
+        if (c.contains("force_strategy"))
+          spec.compile.force_strategy = parse_force_strategy(get_string(c, "force_strategy"));
+      }
+      return spec;
+    }
+  }    // namespace
+
   std::string MLIPSpec::to_json(int indent) const
   {
     json j;
     j["version"] = SPEC_VERSION;
     json outs = json::object();
-    for (const auto &entry : outputs)
+    for (const auto &entry : outputs) {
       outs[entry.first] = {{"kind", to_string(entry.second.kind)},
                            {"reduce", to_string(entry.second.reduce)}};
+      if (entry.second.autograd) outs[entry.first]["autograd"] = true;
+    }
     j["outputs"] = outs;
     if (node_energy_key) j["node_energy_key"] = *node_energy_key;
     if (node_virial_key) j["node_virial_key"] = *node_virial_key;
@@ -367,10 +510,12 @@ namespace NVAlchemi {
     if (!j.is_object()) throw std::invalid_argument("spec must be a JSON object");
     if (j.contains("version")) {
       const int version = get_int(j, "version", 1);
+      if (version == TOOLKIT_SPEC_VERSION) return from_toolkit(j);
       if (version > SPEC_VERSION)
-        throw std::invalid_argument("spec version " + std::to_string(version) +
-                                    " is newer than this build reads (" +
-                                    std::to_string(SPEC_VERSION) + ")");
+        throw std::invalid_argument(
+            "spec version " + std::to_string(version) + " is unknown to this build (it reads " +
+            std::to_string(SPEC_VERSION) + ", its own, and " +
+            std::to_string(TOOLKIT_SPEC_VERSION) + ", the toolkit's MLIPSpec.to_dict())");
     } else if (!j.contains("preset")) {
       throw std::invalid_argument("spec needs a 'version' key (a full spec) or a 'preset' key");
     }

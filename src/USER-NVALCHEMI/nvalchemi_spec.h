@@ -17,6 +17,8 @@ namespace NVAlchemi {
 
   // Version of the spec's JSON form written by to_json() and accepted by from_json().
   static constexpr int SPEC_VERSION = 1;
+  // Version of the nvalchemi toolkit's MLIPSpec.to_dict() layout, which from_json() also reads.
+  static constexpr int TOOLKIT_SPEC_VERSION = 2;
 
   // Shape of a model output: one value per atom row, one per system, or a passthrough.
   enum class OutputKind { PER_NODE, PER_GRAPH, GLOBAL, UNKNOWN };
@@ -40,10 +42,15 @@ namespace NVAlchemi {
 
   enum class HaloMode { LOCAL, LAYERWISE, DEEP, GP };
 
+  // `autograd`: the model derives this output itself by autograd of an energy it replicated with
+  // system_sum, whose backward all-reduces the gradient, so each rank's value is nprocs times
+  // its part (the toolkit's ModelConfig.autograd_outputs; see nvalchemi_consolidate.h).
   struct OutputSpec {
     OutputKind kind = OutputKind::UNKNOWN;
     Reduce reduce = Reduce::NONE;
-    bool operator==(const OutputSpec &o) const { return kind == o.kind && reduce == o.reduce; }
+    bool autograd = false;
+    bool operator==(const OutputSpec &o) const
+    { return kind == o.kind && reduce == o.reduce && autograd == o.autograd; }
   };
 
   // Unset (nullopt) fields take the other operand's value in composition and their default
@@ -70,6 +77,8 @@ namespace NVAlchemi {
     bool operator==(const MLIPSpec &o) const;
 
     // The spec with every unset field at its default (see defaults in nvalchemi_spec.cpp).
+    // Throws std::invalid_argument for an output of kind 'unknown': this package does not guess
+    // a kind from row counts, as the toolkit does.
     MLIPSpec resolved() const;
     StrategyKind strategy() const;
     bool needs_exchange() const;    // halo layerwise or gp: the model calls the exchange ops
@@ -80,9 +89,10 @@ namespace NVAlchemi {
     MLIPSpec acting() const;
     std::string inactive_fields() const;
 
-    // JSON text with a "version" key; from_json accepts what to_json writes, and a preset
-    // name plus overrides ({"preset": "SPEC_LJ_HALO", ...}). Both throw std::invalid_argument
-    // naming the offending key on unknown keys, wrong types or a newer version.
+    // JSON text with a "version" key; from_json accepts what to_json writes, a preset name plus
+    // overrides ({"preset": "SPEC_LJ_HALO", ...}) and the toolkit's MLIPSpec.to_dict() (version
+    // 2, read by from_toolkit). Both throw std::invalid_argument naming the offending key on
+    // unknown keys, wrong types or an unknown version.
     std::string to_json(int indent = -1) const;
     static MLIPSpec from_json(const std::string &text);
   };
@@ -92,7 +102,9 @@ namespace NVAlchemi {
   const std::vector<std::string> &preset_names();
 
   // Names used in JSON and in pair_style keywords ("per_node", "all_reduce", "layerwise",
-  // "node_energy", ...). The parsers throw std::invalid_argument listing the valid names.
+  // "node_energy", ...). The parsers throw std::invalid_argument listing the valid names;
+  // parse_force_strategy also takes the toolkit's names ("model_internal",
+  // "framework_from_node_energy", "framework_from_global_energy").
   std::string to_string(OutputKind);
   std::string to_string(Reduce);
   std::string to_string(HaloMode);

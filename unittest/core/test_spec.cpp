@@ -4,6 +4,9 @@
 
 #include "gtest/gtest.h"
 
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +30,7 @@ MLIPSpec everything_set()
   MLIPSpec s;
   s.outputs["charges"] = {OutputKind::PER_NODE, Reduce::ALL_REDUCE};
   s.outputs["dipole"] = {OutputKind::PER_GRAPH, Reduce::NONE};
+  s.outputs["forces"] = {OutputKind::PER_NODE, Reduce::NONE, true};
   s.outputs["flag"] = {OutputKind::GLOBAL, Reduce::OWNED_ONLY};
   s.node_energy_key = "node_energy";
   s.node_virial_key = "node_virial";
@@ -133,7 +137,11 @@ TEST(Spec, MalformedInputIsRefusedWithItsKey)
   expect_error(
       R"({"version": 1, "outputs": {"q": {"kind": "per_node", "reduce": "none", "x": 1}}})",
       "unknown spec key 'outputs.q.x'");
-  expect_error(R"({"version": 2, "halo": "local"})", "spec version 2 is newer");
+  expect_error(R"({"version": 3, "halo": "local"})",
+               "spec version 3 is unknown to this build (it reads 1, its own, and 2");
+  expect_error(R"({"version": 1, "outputs": {"f": {"kind": "per_node", "reduce": "none",
+               "autograd": 1}}})",
+               "'outputs.f.autograd' must be true or false");
   expect_error(R"({"halo": "local"})", "needs a 'version' key");
   expect_error(R"({"version": 1, "halo": 3})", "'halo' must be a string");
   expect_error(R"({"version": 1, "halo": "wide"})",
@@ -165,4 +173,131 @@ TEST(Spec, EnumNamesRoundTrip)
   for (auto f : {ForceStrategy::MODEL_INTERNAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY,
                  ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY})
     EXPECT_EQ(parse_force_strategy(to_string(f)), f);
+  // the toolkit's ForceStrategy values are synonyms
+  EXPECT_EQ(parse_force_strategy("model_internal"), ForceStrategy::MODEL_INTERNAL);
+  EXPECT_EQ(parse_force_strategy("framework_from_node_energy"),
+            ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY);
+  EXPECT_EQ(parse_force_strategy("framework_from_global_energy"),
+            ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY);
+}
+
+TEST(Spec, UnknownOutputKindIsRefusedWhenResolved)
+{
+  MLIPSpec spec = preset("SPEC_LJ_HALO");
+  spec.outputs["charges"] = {OutputKind::UNKNOWN, Reduce::OWNED_ONLY};
+  try {
+    spec.resolved();
+    FAIL() << "an output of kind unknown was resolved";
+  } catch (std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("output 'charges' has kind 'unknown': declare it "
+                                         "per_node"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ---- the toolkit's layout (MLIPSpec.to_dict(), version 2), from its own output ------------
+
+namespace {
+std::string fixture(const std::string &name)
+{
+  std::ifstream file(std::string(NVALCHEMI_TOOLKIT_SPECS) + "/" + name + ".json");
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << "fixture " << name << " is missing";
+  return text.str();
+}
+
+const OutputSpec NODE{OutputKind::PER_NODE, Reduce::NONE};
+const OutputSpec GRAPH{OutputKind::PER_GRAPH, Reduce::NONE};
+const OutputSpec OWNED_NODE{OutputKind::PER_NODE, Reduce::OWNED_ONLY};
+}    // namespace
+
+TEST(ToolkitSpec, EveryPresetLoadsAsWhatItMeansHere)
+{
+  // the toolkit's six halo presets carry the same content: a halo policy that folds ghost
+  // partials into owners and refreshes ghost rows (layerwise here), its four standard outputs
+  // with the default reduce, and no compile policy (this package's default force strategy)
+  const std::map<std::string, OutputSpec> standard = {
+      {"atomic_energies", NODE}, {"energy", GRAPH}, {"forces", NODE}, {"stress", GRAPH}};
+  for (const char *name : {"SPEC_LJ_HALO", "SPEC_MPNN_HALO", "SPEC_UMA_HALO", "SPEC_EWALD_HALO",
+                           "SPEC_PME_HALO", "SPEC_DFTD3_HALO"}) {
+    const MLIPSpec spec = MLIPSpec::from_json(fixture(name));
+    EXPECT_EQ(spec.halo, HaloMode::LAYERWISE) << name;
+    EXPECT_EQ(spec.outputs, standard) << name;
+    EXPECT_FALSE(spec.compile.force_strategy) << name;
+    EXPECT_FALSE(spec.node_energy_key) << name;
+    const MLIPSpec effective = spec.resolved();
+    EXPECT_EQ(effective.compile.force_strategy, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY);
+    EXPECT_EQ(effective.node_energy_key, "atomic_energies");
+    // what the log prints round-trips through this package's own format
+    EXPECT_EQ(MLIPSpec::from_json(effective.to_json(2)), effective) << name;
+  }
+  const MLIPSpec gp = MLIPSpec::from_json(fixture("SPEC_MPNN_GP"));
+  EXPECT_EQ(gp.halo, HaloMode::GP);
+  EXPECT_EQ(gp.compile.force_strategy, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY);
+  EXPECT_EQ(gp.compile.static_shapes, true);
+  EXPECT_EQ(gp.outputs.at("forces"), OWNED_NODE);
+  EXPECT_EQ(gp.outputs.at("atomic_energies"), OWNED_NODE);
+  EXPECT_EQ(gp.outputs.at("energy"), GRAPH);
+  EXPECT_EQ(MLIPSpec::from_json(gp.resolved().to_json()), gp.resolved());
+}
+
+TEST(ToolkitSpec, WrapperDerivedSpecsKeepPolicyReduceAndCompile)
+{
+  const MLIPSpec uma = MLIPSpec::from_json(fixture("uma_scatter_local_stress_all_reduce"));
+  EXPECT_EQ(uma.halo, HaloMode::LAYERWISE);    // scatter local, but ghost rows still refreshed
+  EXPECT_EQ(uma.outputs.at("stress"), (OutputSpec{OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}));
+  const MLIPSpec mace = MLIPSpec::from_json(fixture("mpnn_compiled_node_energy"));
+  EXPECT_EQ(mace.compile.force_strategy, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY);
+  EXPECT_EQ(mace.compile.static_shapes, false);
+  const MLIPSpec ewald = MLIPSpec::from_json(fixture("ewald_owned_only_forces"));
+  EXPECT_EQ(ewald.outputs.at("charges"), OWNED_NODE);
+  EXPECT_EQ(ewald.outputs.at("forces"), OWNED_NODE);
+  const MLIPSpec refresh_only = MLIPSpec::from_json(fixture("refresh_only_model_internal"));
+  EXPECT_EQ(refresh_only.halo, HaloMode::LAYERWISE);
+  EXPECT_EQ(refresh_only.compile.force_strategy, ForceStrategy::MODEL_INTERNAL);
+  EXPECT_EQ(refresh_only.outputs.size(), 2u);
+  EXPECT_EQ(MLIPSpec::from_json(fixture("lj_local_local")).halo, HaloMode::LOCAL);
+  // a preset of the toolkit composed with this package's overrides, as pair_style keywords do
+  MLIPSpec keywords;
+  keywords.halo = HaloMode::DEEP;
+  keywords.num_message_passing_layers = 2;
+  const MLIPSpec composed = (MLIPSpec::from_json(fixture("SPEC_MPNN_HALO")) | keywords).resolved();
+  EXPECT_EQ(composed.halo, HaloMode::DEEP);
+  EXPECT_EQ(composed.num_message_passing_layers, 2);
+  EXPECT_EQ(composed.outputs.at("stress"), GRAPH);
+}
+
+TEST(ToolkitSpec, MalformedVersion2IsRefusedWithItsKey)
+{
+  // a version 2 spec with a halo policy and `rest`
+  const auto v2 = [](const std::string &rest) {
+    return std::string(R"({"version": 2, "core": {"policy": {"kind": "halo"}})") + rest + "}";
+  };
+  expect_error(R"({"version": 2})", "'core' must be an object");
+  expect_error(R"({"version": 2, "core": {}})", "'core.policy' is missing");
+  expect_error(R"({"version": 2, "core": {"policy": {"kind": "shard"}}})",
+               "kind 'shard' (owned rows only, cross-rank reads by global atom id) has no "
+               "counterpart");
+  expect_error(R"({"version": 2, "core": {"policy": {"kind": "ring"}}})",
+               "unknown kind 'ring' (known: local, halo, refresh_halo, graph_parallel)");
+  expect_error(R"({"version": 2, "core": {"policy": {"kind": "halo", "mode": 1}}})",
+               "unknown spec key 'core.policy.mode'");
+  expect_error(R"({"version": 2, "core": {"policy": {"kind": "halo"},
+               "custom_ops": [{"op": "mylib::kernel"}]}})",
+               "'core.custom_ops' names Python or Triton callables");
+  expect_error(v2(R"(, "halo": "deep")"), "unknown spec key 'halo'");
+  expect_error(v2(R"(, "output_kinds": [["energy"]])"),
+               "'output_kinds' must be a list of [name, kind] pairs");
+  expect_error(v2(R"(, "output_kinds": [["q", "per_atom"]])"), "unknown output kind 'per_atom'");
+  expect_error(v2(R"(, "owned_only_outputs": ["q"], "all_reduce_outputs": ["q"])"),
+               "'all_reduce_outputs' and owned_only_outputs both name 'q'");
+  expect_error(v2(R"(, "compile": {"force_strategy": "magic"})"), "unknown force strategy 'magic'");
+  expect_error(v2(R"(, "compile": {"stress_via_strain": 1})"),
+               "'compile.stress_via_strain' must be true or false");
+  // an output named in a reduce set without a kind parses, and is refused once resolved
+  const MLIPSpec kindless = MLIPSpec::from_json(v2(R"(, "all_reduce_outputs": ["q"])"));
+  EXPECT_EQ(kindless.outputs.at("q").kind, OutputKind::UNKNOWN);
+  EXPECT_THROW(kindless.resolved(), std::invalid_argument);
 }
