@@ -4,7 +4,7 @@ PyTorch without the LAMMPS package. Import this module before scripting such a m
 
 In plain PyTorch every row is owned and there are no ghost rows: refresh_neighbors and
 scatter_to_owners are identities and system_sum sums all rows. Inside LAMMPS the package
-registers the same names with the real, communicating implementations (halo mode layerwise;
+registers the same names with the real, communicating implementations (in every halo mode;
 see doc/Howto_nvalchemi_contract.rst), and a saved model calls those.
 """
 

@@ -39,10 +39,16 @@ namespace NVAlchemi {
   }    // namespace
 
   bool sums_ghost_rows(const OutputSpec &spec)
-  { return spec.reduce == Reduce::ALL_REDUCE; }
+  { return spec.reduce == Reduce::ALL_REDUCE || (spec.reduce == Reduce::NONE && spec.autograd); }
+
+  double row_weight(const OutputSpec &spec, int nprocs)
+  { return spec.autograd && spec.reduce != Reduce::OWNED_ONLY ? 1.0 / nprocs : 1.0; }
+
+  bool sums_over_ranks(const OutputSpec &spec)
+  { return spec.reduce == Reduce::ALL_REDUCE || spec.autograd; }
 
   double rank_share_weight(const OutputSpec &spec, int nprocs)
-  { return spec.reduce == Reduce::ALL_REDUCE ? 1.0 : 1.0 / nprocs; }
+  { return spec.reduce == Reduce::ALL_REDUCE && !spec.autograd ? 1.0 : 1.0 / nprocs; }
 
   int64_t consolidated_rows(const OutputSpec &spec, const Graph &graph)
   { return sums_ghost_rows(spec) ? graph.num_rows() : graph.n_owned; }
@@ -118,8 +124,31 @@ namespace NVAlchemi {
     outputs.tensors["energy"] = {{1, 1}, {outputs.energy_share}};
   }
 
+  bool add_model_virial(const MLIPSpec &spec, const Graph &graph, const ModelOutputs &outputs,
+                        double volume, int nprocs, const std::string &purpose, double virial[6])
+  {
+    for (const char *key : {"virial", "stress"}) {
+      if (!declared_as(spec, key, OutputKind::PER_GRAPH)) continue;
+      const auto &w = sized_output(outputs, key, 9, purpose).values;
+      const double weight =
+          rank_share_weight(spec.outputs.at(key), nprocs) * (key[0] == 'v' ? 1.0 : -volume);
+      for (int v = 0; v < 6; ++v)
+        virial[v] += weight * w[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+      return true;
+    }
+    const std::string &node_key = *spec.node_virial_key;
+    if (!declared_as(spec, node_key, OutputKind::PER_NODE)) return false;
+    const OutputSpec &declared = spec.outputs.at(node_key);
+    const auto &w = row_output(outputs, node_key, graph, 9, purpose).values;
+    const double weight = row_weight(declared, nprocs);
+    for (int64_t r = 0, n = consolidated_rows(declared, graph); r < n; ++r)
+      for (int v = 0; v < 6; ++v)
+        virial[v] += weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+    return true;
+  }
+
   void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
-                  const ModelOutputs &outputs, int nprocs, Contribution &c,
+                  const ModelOutputs &outputs, double volume, int nprocs, Contribution &c,
                   std::vector<double> &row_forces)
   {
     c.energy = outputs.energy_share;
@@ -134,19 +163,16 @@ namespace NVAlchemi {
               outputs.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
       return;
     }
+    const OutputSpec &declared = spec.outputs.at("forces");
     const OutputTensor &f = row_output(outputs, "forces", graph, 3, "Force strategy 'model'");
+    const double weight = row_weight(declared, nprocs);
     row_forces.assign(f.values.size(), 0.0);
-    std::copy_n(f.values.begin(), 3 * consolidated_rows(spec.outputs.at("forces"), graph),
-                row_forces.begin());
+    for (int64_t k = 0, n = 3 * consolidated_rows(declared, graph); k < n; ++k)
+      row_forces[k] = weight * f.values[k];
     for (double component : row_forces)
       c.force_scale = std::max(c.force_scale, std::fabs(component));
-    const OutputTensor *w = find(outputs, "virial");
-    c.has_virial = w && w->values.size() == 9 && spec.outputs.count("virial");
-    if (c.has_virial) {
-      const double weight = rank_share_weight(spec.outputs.at("virial"), nprocs);
-      for (int v = 0; v < 6; ++v)
-        c.virial[v] += weight * w->values[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
-    }
+    c.has_virial =
+        add_model_virial(spec, graph, outputs, volume, nprocs, "The model's virial", c.virial);
   }
 
 }    // namespace NVAlchemi

@@ -25,12 +25,29 @@ namespace NVAlchemi {
     using std::runtime_error::runtime_error;
   };
 
+  // The toolkit's consolidation rule (output_consolidation.py), in LAMMPS terms:
+  //   per_node  owned_only               owned rows, as they are
+  //   per_node  all_reduce               ghost rows summed into their owners
+  //   per_node  none                     owned rows; an autograd output: as all_reduce
+  //   per_graph all_reduce               summed over ranks
+  //   per_graph none / owned_only        replicated: counted once
+  // and an autograd output (OutputSpec::autograd) other than per_node owned_only is divided
+  // by nprocs first; a per_graph autograd output is then summed over ranks.
+
   // A per-node output whose ghost rows are partial contributions owed to their owners.
   bool sums_ghost_rows(const OutputSpec &spec);
 
+  // Factor on every row of a per-node output: 1/nprocs for an autograd output, else 1.
+  double row_weight(const OutputSpec &spec, int nprocs);
+
   // Weight of a per-graph value in this rank's share of a sum over ranks: a partial counts as
-  // it is; a value replicated on every rank counts 1/nprocs, so the ranks together count it once.
+  // it is; a value replicated on every rank counts 1/nprocs, so the ranks together count it
+  // once; an autograd value (nprocs times this rank's part) counts 1/nprocs.
   double rank_share_weight(const OutputSpec &spec, int nprocs);
+
+  // Whether the ranks' values of a per-graph output are summed (weighted by rank_share_weight)
+  // rather than replicated (rank 0's copy is the value).
+  bool sums_over_ranks(const OutputSpec &spec);
 
   // Rows of a per-node output that carry its consolidated value: all rows for partials that
   // the owners sum, else the owned rows.
@@ -58,6 +75,15 @@ namespace NVAlchemi {
   void provide_framework_outputs(const MLIPSpec &spec, const EnergyShare &share,
                                  ModelOutputs &outputs);
 
+  // This rank's share of the model's own global virial (LAMMPS order xx yy zz xy xz yz, added
+  // to `virial`), from the first output the spec declares of: 'virial' [1,3,3] per_graph; the
+  // toolkit's 'stress' [1,3,3] = -W / volume per_graph; the per-atom virials of node_virial_key
+  // [N,3,3] per_node, summed over their consolidated rows (the toolkit's node_virial_key
+  // reduction). Returns false when the spec declares none of them; throws OutputError, naming
+  // `purpose`, when the declared output is missing.
+  bool add_model_virial(const MLIPSpec &spec, const Graph &graph, const ModelOutputs &outputs,
+                        double volume, int nprocs, const std::string &purpose, double virial[6]);
+
   // One evaluation's energy, forces and virial: a rank's share, or (summed over ranks) the
   // decomposed result that fix nvalchemi/dd validate compares with the single-process reference.
   struct Contribution {
@@ -74,8 +100,8 @@ namespace NVAlchemi {
   // on the graph's rows in `row_forces` (ghost rows hold partials for their owners) and the
   // virial from the edges, or the model's own forces and virial. Throws OutputError.
   void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
-                  const ModelOutputs &outputs, int nprocs, Contribution &contribution,
-                  std::vector<double> &row_forces);
+                  const ModelOutputs &outputs, double volume, int nprocs,
+                  Contribution &contribution, std::vector<double> &row_forces);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

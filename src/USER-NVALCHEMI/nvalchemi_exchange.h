@@ -27,6 +27,11 @@ namespace NVAlchemi {
     virtual void sum_into_owners(double *rows, int width) = 0;
     // element-wise sum over all ranks, in place
     virtual void sum_over_ranks(double *values, int n) = 0;
+    // Whether every edge touching an owned row is on this rank (halo mode deep, where ghost
+    // receivers have edges too): then a quantity summed over edges is already complete on the
+    // owned rows, and scatter_to_owners only refreshes the ghost rows (the toolkit's
+    // refresh-only fold). Otherwise ghost rows hold partials owed to their owners.
+    virtual bool owned_rows_complete() const { return false; }
   };
 
   // One process holding the whole system (the single-process reference): no ghost rows, so

@@ -21,6 +21,14 @@ namespace NVAlchemi {
     }
   }    // namespace
 
+  double cell_volume(const Cell &cell)
+  {
+    const double (*h)[3] = cell.lattice;
+    return std::fabs(h[0][0] * (h[1][1] * h[2][2] - h[1][2] * h[2][1]) -
+                     h[0][1] * (h[1][0] * h[2][2] - h[1][2] * h[2][0]) +
+                     h[0][2] * (h[1][0] * h[2][1] - h[1][1] * h[2][0]));
+  }
+
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
                    std::vector<int> &atom_row)
   {

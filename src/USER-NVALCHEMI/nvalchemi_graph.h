@@ -55,6 +55,9 @@ namespace NVAlchemi {
     bool pbc[3];
   };
 
+  // |det| of the lattice: the volume of the cell
+  double cell_volume(const Cell &cell);
+
   // Fills `graph` (keeping its capacity, so steady-state steps do not allocate).
   // `atom_row` is scratch of length >= nall: row of each LAMMPS atom, -1 if not a row.
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,

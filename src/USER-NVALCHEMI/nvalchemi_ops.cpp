@@ -27,8 +27,8 @@ namespace NVAlchemi {
     {
       if (!active)
         throw std::runtime_error(std::string("torch.ops.nvalchemi.") + op +
-                                 " was called outside a pair_style nvalchemi evaluation that "
-                                 "allows exchange (halo mode 'layerwise')");
+                                 " was called outside a pair_style nvalchemi model evaluation, "
+                                 "where there is no domain decomposition to exchange over");
       return *active;
     }
 
@@ -52,6 +52,13 @@ namespace NVAlchemi {
     void zero_ghost_rows(Exchanger &ex, double *rows, int width)
     { std::fill(rows + ex.num_owned() * width, rows + ex.num_rows() * width, 0.0); }
 
+    // the adjoint of a refresh: the gradient of a ghost copy belongs to its owner
+    void owners_take_ghost_gradients(Exchanger &ex, double *rows, int width)
+    {
+      ex.sum_into_owners(rows, width);
+      zero_ghost_rows(ex, rows, width);
+    }
+
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
     // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
     struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
@@ -62,27 +69,31 @@ namespace NVAlchemi {
         });
       }
       static variable_list backward(AutogradContext *, variable_list grad)
-      {
-        return {on_rows(grad[0], OP_REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
-          ex.sum_into_owners(rows, width);
-          zero_ghost_rows(ex, rows, width);
-        })};
-      }
+      { return {on_rows(grad[0], OP_REFRESH_NEIGHBORS, owners_take_ghost_gradients)}; }
     };
 
-    // ghost-row partials summed into their owners, then every ghost row refreshed; the
-    // operation is its own adjoint
+    // Every row gets the complete sum: ghost-row partials summed into their owners, then every
+    // ghost row refreshed, an operation that is its own adjoint. Where the owned rows are
+    // complete already (halo mode deep) it is a refresh, whose adjoint is that of a refresh.
     void scatter_then_refresh(Exchanger &ex, double *rows, int width)
     {
-      ex.sum_into_owners(rows, width);
+      if (!ex.owned_rows_complete()) ex.sum_into_owners(rows, width);
       ex.refresh(rows, width);
+    }
+
+    void scatter_adjoint(Exchanger &ex, double *rows, int width)
+    {
+      if (ex.owned_rows_complete())
+        owners_take_ghost_gradients(ex, rows, width);
+      else
+        scatter_then_refresh(ex, rows, width);
     }
 
     struct ScatterToOwners : torch::autograd::Function<ScatterToOwners> {
       static torch::Tensor forward(AutogradContext *, torch::Tensor x)
       { return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh); }
       static variable_list backward(AutogradContext *, variable_list grad)
-      { return {on_rows(grad[0], OP_SCATTER_TO_OWNERS, scatter_then_refresh)}; }
+      { return {on_rows(grad[0], OP_SCATTER_TO_OWNERS, scatter_adjoint)}; }
     };
 
     torch::Tensor sum_over_ranks(const torch::Tensor &x, const char *op)

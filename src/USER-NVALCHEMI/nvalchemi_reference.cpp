@@ -26,7 +26,7 @@ namespace NVAlchemi {
     model.evaluate(graph, cell, share, &single_process, outputs);
     Contribution c;
     std::vector<double> row_forces;
-    rank_share(spec, share, graph, outputs, 1, c, row_forces);
+    rank_share(spec, share, graph, outputs, cell_volume(cell), 1, c, row_forces);
     rows_to_atoms(graph, row_forces.data(), graph.num_rows(), 3, atomic_numbers.size(), c.forces);
     return c;
   }
@@ -65,7 +65,7 @@ namespace NVAlchemi {
       v.worst = std::max(v.worst, virial.rel);
       v.report += ", " + format("virial", virial);
     } else {
-      v.report += ", virial not compared (the model returns no 'virial')";
+      v.report += ", virial not compared (the spec declares no 'virial' or 'stress' of the model)";
     }
     return v;
   }

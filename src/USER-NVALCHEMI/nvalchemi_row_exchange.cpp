@@ -32,6 +32,7 @@ namespace NVAlchemi {
   {
     Stopwatch watch(seconds);
     widest = std::max(widest, width);
+    ++refreshes;
     rows_to_atoms(graph, rows, graph.n_owned, width, comm.num_atoms(), atom_values);
     comm.forward(atom_values.data(), width);
     atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);

@@ -32,19 +32,26 @@ namespace NVAlchemi {
 
   class RowExchange : public Exchanger {
    public:
-    RowExchange(const Graph &graph, AtomComm &comm) : graph(graph), comm(comm) {}
+    // owned_rows_complete: the graph has edges for ghost receivers too (halo mode deep)
+    RowExchange(const Graph &graph, AtomComm &comm, bool owned_rows_complete) :
+        graph(graph), comm(comm), complete(owned_rows_complete)
+    {
+    }
     int64_t num_rows() const override { return graph.num_rows(); }
     int64_t num_owned() const override { return graph.n_owned; }
     void refresh(double *rows, int width) override;
     void sum_into_owners(double *rows, int width) override;
     void sum_over_ranks(double *values, int n) override;
+    bool owned_rows_complete() const override { return complete; }
 
     double seconds = 0.0;    // wall time spent in the calls above, accumulated
     int widest = 0;          // most values per row moved by one call, accumulated
+    int refreshes = 0;       // calls of refresh(), accumulated
 
    private:
     const Graph &graph;
     AtomComm &comm;
+    bool complete;
     std::vector<double> atom_values;    // [num_atoms][width] scratch
     void atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const;
   };

@@ -79,10 +79,11 @@ struct PairNVAlchemi::State {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
-  std::vector<double> row_forces;                  // [rows][3] scratch
-  std::unique_ptr<AtomCommunication> atom_comm;    // halo mode layerwise only
+  std::vector<double> row_forces;    // [rows][3] scratch
+  std::unique_ptr<AtomCommunication> atom_comm;
   std::unique_ptr<NVAlchemi::RowExchange> exchange;
   bool narrow_comm_reported = false;
+  std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
   // consolidated extra outputs and the evaluation they belong to
@@ -247,7 +248,11 @@ void PairNVAlchemi::load_model(const char *file)
                "the box is defined, or export the model for '{}' units",
                file, meta.units, update->unit_style, meta.units, update->unit_style);
 
-  s.spec = (meta.spec | s.overrides).resolved();
+  try {
+    s.spec = (meta.spec | s.overrides).resolved();
+  } catch (std::invalid_argument &e) {
+    error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
+  }
   const NVAlchemi::MLIPSpec &spec = s.spec;
   // errors about the effective spec name where its fields came from
   const std::string halo_origin = s.overrides.halo ? "the pair_style keywords set"
@@ -257,12 +262,7 @@ void PairNVAlchemi::load_model(const char *file)
                "Halo mode 'gp' (graph partition), which {}, is not supported by this version of "
                "pair_style nvalchemi: use halo mode 'layerwise' or 'deep'",
                halo_origin);
-  if (*spec.halo == NVAlchemi::HaloMode::LOCAL && *spec.num_message_passing_layers > 1)
-    error->all(FLERR, 1,
-               "Model {} has {} message-passing layers but runs in halo mode 'local', which {}: "
-               "its ghost atoms would be missing messages from beyond the cutoff. A multi-layer "
-               "model needs halo mode 'layerwise' or 'deep'",
-               file, *spec.num_message_passing_layers, halo_origin);
+  s.halo_origin = halo_origin;
   try {
     s.share = NVAlchemi::energy_share(spec, comm->nprocs);
   } catch (std::invalid_argument &e) {
@@ -275,13 +275,10 @@ void PairNVAlchemi::load_model(const char *file)
   cutoff = meta.cutoff;
   s.model->set_float64(meta.dtype == "float64");
   ghostneigh = *spec.halo == NVAlchemi::HaloMode::DEEP ? 1 : 0;
-  if (*spec.halo == NVAlchemi::HaloMode::LAYERWISE) {
-    s.atom_comm = std::make_unique<AtomCommunication>(this);
-    s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm);
-  } else {
-    s.exchange.reset();
-    s.atom_comm.reset();
-  }
+  // the exchange ops work in every halo mode; with ghost receivers (deep) the owned rows of an
+  // edge sum are complete and scatter_to_owners only refreshes
+  s.atom_comm = std::make_unique<AtomCommunication>(this);
+  s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm, ghostneigh == 1);
   s.narrow_comm_reported = false;
 
   if (comm->me == 0) {
@@ -399,7 +396,8 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                                           list->firstneigh, NEIGHMASK};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
 
-  if (s.exchange) s.exchange->seconds = 0.0;
+  s.exchange->seconds = 0.0;
+  s.exchange->refreshes = 0;
   const double model_start = platform::walltime();
   try {
     s.model->evaluate(s.graph, NVAlchemi::box_cell(domain), s.share, s.exchange.get(), s.outputs);
@@ -409,6 +407,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   }
   const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
+  check_exchange_calls();
   NVAlchemi::provide_framework_outputs(s.spec, s.share, s.outputs);
   report_narrow_comm();
 
@@ -421,11 +420,31 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   });
   if (vflag_fdotr) virial_fdotr_compute();
 
-  summary.exchange = s.exchange ? s.exchange->seconds : 0.0;
+  summary.exchange = s.exchange->seconds;
   summary.model = model_seconds - summary.exchange - s.outputs.marshal_seconds;
   summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
   summary.edges = s.graph.num_edges();
   summary.energy_share = s.outputs.energy_share;
+}
+
+/* ----------------------------------------------------------------------
+   a multi-layer model whose ghost rows are not refreshed between layers
+   (one built for the deep halo, run in halo mode local or layerwise) would
+   give plausible wrong numbers: stop instead. Every rank makes the same
+   (collective) exchange calls, so every rank decides the same.
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::check_exchange_calls()
+{
+  State &s = *state;
+  const int layers = *s.spec.num_message_passing_layers;
+  if (*s.spec.halo == NVAlchemi::HaloMode::DEEP || layers < 2 || s.exchange->refreshes > 0) return;
+  error->all(FLERR, Error::NOLASTLINE,
+             "Model {} declares {} message-passing layers but made no exchange call in halo mode "
+             "'{}', which {}: its ghost atoms would miss messages from beyond the cutoff. A model "
+             "that never calls torch.ops.nvalchemi.refresh_neighbors or scatter_to_owners "
+             "needs halo mode 'deep'; a layerwise model should make {} such calls per evaluation",
+             s.model_file, layers, NVAlchemi::to_string(*s.spec.halo), s.halo_origin, layers - 1);
 }
 
 /* ----------------------------------------------------------------------
@@ -437,7 +456,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 void PairNVAlchemi::report_narrow_comm()
 {
   State &s = *state;
-  if (!s.exchange || s.narrow_comm_reported || s.exchange->widest <= comm_forward) return;
+  if (s.narrow_comm_reported || s.exchange->widest <= comm_forward) return;
   s.narrow_comm_reported = true;
   if (comm->me == 0)
     error->warning(FLERR,
@@ -514,21 +533,21 @@ void PairNVAlchemi::tally_model_forces()
   const std::string purpose = "Force strategy 'model'";
 
   double **f = atom->f;
+  const OutputSpec &declared = s.output_spec("forces");
+  const double weight = NVAlchemi::row_weight(declared, comm->nprocs);
   const auto &forces = NVAlchemi::row_output(s.outputs, "forces", s.graph, 3, purpose).values;
-  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec("forces"), s.graph); r < n;
-       ++r)
-    for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += forces[3 * r + d];
+  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(declared, s.graph); r < n; ++r)
+    for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += weight * forces[3 * r + d];
 
-  if (vflag_global) {
-    if (!s.spec.outputs.count("virial") || s.output_spec("virial").kind != OutputKind::PER_GRAPH)
-      error->all(FLERR, Error::NOLASTLINE,
-                 "The global virial without F dot r (pair_modify nofdotr) with force strategy "
-                 "'model' needs the spec to declare model output 'virial' [1,3,3] per_graph");
-    const auto &w = NVAlchemi::sized_output(s.outputs, "virial", 9, "pair_modify nofdotr").values;
-    const double weight = NVAlchemi::rank_share_weight(s.output_spec("virial"), comm->nprocs);
-    for (int v = 0; v < 6; ++v)
-      virial[v] += weight * w[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
-  }
+  if (vflag_global &&
+      !NVAlchemi::add_model_virial(s.spec, s.graph, s.outputs,
+                                   domain->xprd * domain->yprd * domain->zprd, comm->nprocs,
+                                   "pair_modify nofdotr", virial))
+    error->all(FLERR, Error::NOLASTLINE,
+               "The global virial without F dot r (pair_modify nofdotr) with force strategy "
+               "'model' needs the spec to declare model output 'virial' [1,3,3] or the "
+               "toolkit's 'stress' [1,3,3] per_graph, or per-atom virials '{}' [N,3,3] per_node",
+               *s.spec.node_virial_key);
   if (vflag_atom) {
     const std::string &key = *s.spec.node_virial_key;
     if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
@@ -537,9 +556,11 @@ void PairNVAlchemi::tally_model_forces()
                  "'{}' per_node",
                  key);
     const auto &w = NVAlchemi::row_output(s.outputs, key, s.graph, 9, "Per-atom virials").values;
+    const double row_weight = NVAlchemi::row_weight(s.output_spec(key), comm->nprocs);
     for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph); r < n; ++r)
       for (int v = 0; v < 6; ++v)
-        vatom[row_atom[r]][v] += w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+        vatom[row_atom[r]][v] +=
+            row_weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
   }
 }
 
@@ -583,6 +604,9 @@ const double *PairNVAlchemi::peratom_output(const char *name, int width)
                            NVAlchemi::consolidated_rows(declared, s.graph), width,
                            atom->nlocal + atom->nghost, c.values);
   if (NVAlchemi::sums_ghost_rows(declared)) reverse_sum(c.values.data(), width);
+  const double weight = NVAlchemi::row_weight(declared, comm->nprocs);
+  if (weight != 1.0)
+    for (double &value : c.values) value *= weight;
   c.evaluation = s.evaluations;
   return c.values.data();
 }
@@ -598,10 +622,13 @@ const double *PairNVAlchemi::global_output(const char *name, int size)
     c.values = NVAlchemi::sized_output(s.outputs, name, size, "compute nvalchemi/global").values;
   });
   if (declared.kind == OutputKind::PER_GRAPH) {
-    if (declared.reduce == Reduce::ALL_REDUCE)
+    if (NVAlchemi::sums_over_ranks(declared)) {
+      const double weight = NVAlchemi::rank_share_weight(declared, comm->nprocs);
+      for (double &value : c.values) value *= weight;
       MPI_Allreduce(MPI_IN_PLACE, c.values.data(), size, MPI_DOUBLE, MPI_SUM, world);
-    else    // already global and replicated: every rank reports rank 0's copy, counted once
+    } else {    // already global and replicated: every rank reports rank 0's copy, counted once
       MPI_Bcast(c.values.data(), size, MPI_DOUBLE, 0, world);
+    }
   }    // GLOBAL passes through: each rank keeps its own value
   c.evaluation = s.evaluations;
   return c.values.data();
@@ -685,7 +712,9 @@ void PairNVAlchemi::decomposed_contribution(NVAlchemi::Contribution &c)
     error->all(FLERR, Error::NOLASTLINE, "pair_style nvalchemi has not run its model yet");
   c = NVAlchemi::Contribution();
   stop_on_output_error(lmp, s.model_file, [&] {
-    NVAlchemi::rank_share(s.spec, s.share, s.graph, s.outputs, comm->nprocs, c, s.row_forces);
+    NVAlchemi::rank_share(s.spec, s.share, s.graph, s.outputs,
+                          domain->xprd * domain->yprd * domain->zprd, comm->nprocs, c,
+                          s.row_forces);
   });
   const int nlocal = atom->nlocal;
   std::vector<double> atom_forces;

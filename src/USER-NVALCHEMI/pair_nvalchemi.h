@@ -86,6 +86,7 @@ class PairNVAlchemi : public Pair {
   void forward_copy(double *values, int width);
   void reverse_sum(double *values, int width);
   const NVAlchemi::OutputSpec &requested_output(const char *name, bool peratom);
+  void check_exchange_calls();
   void report_narrow_comm();
   void tally_energy();
   void tally_model_forces();

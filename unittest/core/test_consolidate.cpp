@@ -8,6 +8,8 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+
 using namespace LAMMPS_NS::NVAlchemi;
 
 namespace {
@@ -80,6 +82,93 @@ TEST(Consolidation, RowsAndWeightsFollowTheReduce)
   EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::NONE}, g), 2);
   EXPECT_DOUBLE_EQ(rank_share_weight({OutputKind::PER_GRAPH, Reduce::NONE}, 8), 0.125);
   EXPECT_DOUBLE_EQ(rank_share_weight({OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}, 8), 1.0);
+  EXPECT_FALSE(sums_over_ranks({OutputKind::PER_GRAPH, Reduce::NONE}));
+  EXPECT_TRUE(sums_over_ranks({OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}));
+}
+
+TEST(Consolidation, AutogradOutputsFollowTheToolkitsRule)
+{
+  // the toolkit's output_consolidation: an autograd per-node output is halo-reversed (ghost
+  // rows summed into owners) and divided by the world size unless it is owned_only; an autograd
+  // per-graph output is divided by the world size (and here summed over ranks)
+  const Graph g = two_owned_one_ghost();
+  const OutputSpec none{OutputKind::PER_NODE, Reduce::NONE, true};
+  const OutputSpec all{OutputKind::PER_NODE, Reduce::ALL_REDUCE, true};
+  const OutputSpec owned{OutputKind::PER_NODE, Reduce::OWNED_ONLY, true};
+  EXPECT_TRUE(sums_ghost_rows(none));
+  EXPECT_EQ(consolidated_rows(none, g), 3);
+  EXPECT_EQ(consolidated_rows(all, g), 3);
+  EXPECT_EQ(consolidated_rows(owned, g), 2);
+  EXPECT_DOUBLE_EQ(row_weight(none, 4), 0.25);
+  EXPECT_DOUBLE_EQ(row_weight(all, 4), 0.25);
+  EXPECT_DOUBLE_EQ(row_weight(owned, 4), 1.0);
+  EXPECT_DOUBLE_EQ(row_weight({OutputKind::PER_NODE, Reduce::NONE}, 4), 1.0);
+  for (Reduce reduce : {Reduce::NONE, Reduce::ALL_REDUCE, Reduce::OWNED_ONLY}) {
+    const OutputSpec graph_output{OutputKind::PER_GRAPH, reduce, true};
+    EXPECT_TRUE(sums_over_ranks(graph_output));
+    EXPECT_DOUBLE_EQ(rank_share_weight(graph_output, 4), 0.25);
+  }
+}
+
+TEST(Consolidation, RankShareOfAutogradModelForcesDividesByTheRankCount)
+{
+  // a model that differentiated an energy replicated by system_sum: every value is nprocs
+  // times this rank's part
+  MLIPSpec spec = preset("SPEC_UMA_HALO").resolved();
+  spec.outputs["forces"] = {OutputKind::PER_NODE, Reduce::NONE, true};
+  spec.outputs["virial"] = {OutputKind::PER_GRAPH, Reduce::ALL_REDUCE, true};
+  const Graph g = two_owned_one_ghost();
+  ModelOutputs out = outputs_with({{"forces", {{3, 3}, {4, 8, 12, 4, 4, 4, 8, 0, 0}}},
+                                   {"virial", {{1, 3, 3}, {8, 0, 0, 0, 4, 0, 0, 0, 12}}}});
+  Contribution c;
+  std::vector<double> rows;
+  rank_share(spec, energy_share(spec, 4), g, out, 1.0, 4, c, rows);
+  EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 1, 1, 1, 2, 0, 0}));    // ghost row kept
+  EXPECT_DOUBLE_EQ(c.virial[0], 2.0);
+  EXPECT_DOUBLE_EQ(c.virial[2], 3.0);
+}
+
+TEST(Consolidation, ModelVirialFromTheToolkitsStress)
+{
+  // stress = -W / V: a model that returns the toolkit's 'stress' instead of 'virial'
+  MLIPSpec spec = preset("SPEC_UMA_HALO").resolved();
+  spec.outputs.erase("virial");
+  spec.outputs["stress"] = {OutputKind::PER_GRAPH, Reduce::NONE};    // replicated
+  const ModelOutputs out =
+      outputs_with({{"stress", {{1, 3, 3}, {-1, 0.5, 0.25, 0.5, -2, 0.125, 0.25, 0.125, -3}}}});
+  double virial[6] = {0, 0, 0, 0, 0, 0};
+  ASSERT_TRUE(add_model_virial(spec, Graph(), out, 8.0, 2, "test", virial));
+  // W = -V stress, counted 1/2 on each of 2 ranks
+  EXPECT_DOUBLE_EQ(virial[0], 4.0);
+  EXPECT_DOUBLE_EQ(virial[1], 8.0);
+  EXPECT_DOUBLE_EQ(virial[2], 12.0);
+  EXPECT_DOUBLE_EQ(virial[3], -2.0);    // xy
+  EXPECT_DOUBLE_EQ(virial[4], -1.0);    // xz
+  EXPECT_DOUBLE_EQ(virial[5], -0.5);    // yz
+  // 'virial' wins when both are declared
+  spec.outputs["virial"] = {OutputKind::PER_GRAPH, Reduce::ALL_REDUCE};
+  EXPECT_THROW(add_model_virial(spec, Graph(), out, 8.0, 2, "test", virial), OutputError);
+}
+
+TEST(Consolidation, ModelVirialFromPerAtomVirialsWhenNoGlobalOneIsDeclared)
+{
+  // the toolkit's node_virial_key: per-atom virials summed into the system's virial
+  MLIPSpec spec = preset("SPEC_UMA_HALO").resolved();    // atomic_virials per_node all_reduce
+  spec.outputs.erase("virial");
+  const Graph g = two_owned_one_ghost();
+  std::vector<double> node(27, 0.0);
+  for (int r = 0; r < 3; ++r) node[9 * r] = node[9 * r + 5] = r + 1.0;    // xx and yz
+  const ModelOutputs out = outputs_with({{"atomic_virials", {{3, 3, 3}, node}}});
+  double virial[6] = {0, 0, 0, 0, 0, 0};
+  ASSERT_TRUE(add_model_virial(spec, g, out, 1.0, 2, "test", virial));
+  EXPECT_DOUBLE_EQ(virial[0], 6.0);    // all rows: ghost partials belong to this rank's sum
+  EXPECT_DOUBLE_EQ(virial[5], 6.0);
+  spec.outputs["atomic_virials"].reduce = Reduce::OWNED_ONLY;
+  std::fill_n(virial, 6, 0.0);
+  ASSERT_TRUE(add_model_virial(spec, g, out, 1.0, 2, "test", virial));
+  EXPECT_DOUBLE_EQ(virial[0], 3.0);    // owned rows only
+  spec.outputs.erase("atomic_virials");
+  EXPECT_FALSE(add_model_virial(spec, g, out, 1.0, 2, "test", virial));
 }
 
 TEST(Consolidation, OutputChecksNameWhatTheModelReturned)
@@ -134,7 +223,7 @@ TEST(Consolidation, RankShareOfModelForcesKeepsOwnedRowsOfOwnedOnlyForces)
                                    {"virial", {{1, 3, 3}, {8, 1, 2, 1, 4, 3, 2, 3, 6}}}});
   Contribution c;
   std::vector<double> rows;
-  rank_share(spec, energy_share(spec, 2), g, out, 2, c, rows);
+  rank_share(spec, energy_share(spec, 2), g, out, 1.0, 2, c, rows);
   EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 4, 5, 6, 0, 0, 0}));
   ASSERT_TRUE(c.has_virial);
   EXPECT_DOUBLE_EQ(c.virial[0], 4.0);    // xx / 2 ranks
@@ -150,7 +239,7 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
   out.edge_gradients = {0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0};
   Contribution c;
   std::vector<double> rows;
-  rank_share(spec, energy_share(spec, 1), g, out, 1, c, rows);
+  rank_share(spec, energy_share(spec, 1), g, out, 1.0, 1, c, rows);
   // edge 1 -> 0 with g (0.5,0,0) pulls -g on row 0 and +g on row 1, and so on
   EXPECT_EQ(rows, (std::vector<double>{-1, -0.25, 0, 1, 0, 0, 0, 0.25, 0}));
   EXPECT_DOUBLE_EQ(c.virial[0], -(-1 * 0.5 + 1 * -0.5));    // -sum r_x g_x
@@ -185,7 +274,7 @@ TEST(RowExchange, RefreshCopiesOwnersIntoGhostRowsThroughAtoms)
 {
   const Graph g = two_owned_one_ghost();
   FoldedComm comm;
-  RowExchange exchange(g, comm);
+  RowExchange exchange(g, comm, false);
   std::vector<double> rows = {1, 2, 3, 4, -1, -1};    // width 2; the ghost row is stale
   exchange.refresh(rows.data(), 2);
   EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 4, 1, 2}));
@@ -197,7 +286,7 @@ TEST(RowExchange, SumIntoOwnersAddsGhostPartialsAndKeepsGhostRows)
 {
   const Graph g = two_owned_one_ghost();
   FoldedComm comm;
-  RowExchange exchange(g, comm);
+  RowExchange exchange(g, comm, false);
   std::vector<double> rows = {1, 2, 3, 10, 20, 30, 100, 200, 300};    // width 3
   exchange.sum_into_owners(rows.data(), 3);
   EXPECT_EQ(rows, (std::vector<double>{101, 202, 303, 10, 20, 30, 100, 200, 300}));

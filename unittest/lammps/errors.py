@@ -94,12 +94,18 @@ class HookForcesWhereAtoms(torch.nn.Module):
         return {"energy": torch.zeros(1, dtype=torch.float64)}
 
 
-class CallsOps(torch.nn.Module):
-    """A one-layer model that refreshes its ghost rows: legal in halo mode layerwise only."""
+class NoExchange(torch.nn.Module):
+    """Valid outputs, but no exchange call: a model built for halo mode deep."""
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-        x = torch.ops.nvalchemi.refresh_neighbors(inputs["positions"][:, 0])
-        return {"atomic_energies": 0.0 * x}
+        return {"atomic_energies": torch.zeros(inputs["positions"].shape[0], dtype=torch.float64)}
+
+
+class HookCallsOps(torch.nn.Module):
+    """A hook that calls an exchange op, which only a model evaluated by pair_style nvalchemi may."""
+
+    def forward(self, batch: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        return {"forces": torch.ops.nvalchemi.refresh_neighbors(torch.zeros_like(batch["positions"]))}
 
 
 class HookNoVirial(torch.nn.Module):
@@ -127,6 +133,7 @@ class HookBadForces(torch.nn.Module):
 def make_models(workdir):
     models = {}
     for name, hook in (("hook_no_virial", HookNoVirial()), ("hook_bad_forces", HookBadForces()),
+                       ("hook_calls_ops", HookCallsOps()),
                        ("hook_zero_forces", HookZeroForces()), ("hook_forces_where_atoms", HookForcesWhereAtoms())):
         models[name] = os.path.join(workdir, f"{name}.pt")
         torch.jit.script(hook).save(models[name])
@@ -144,9 +151,19 @@ def make_models(workdir):
     models["message_passing"] = os.path.join(workdir, "message_passing.pt")
     save_model(WrongShape(), models["message_passing"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})
-    models["calls_ops"] = os.path.join(workdir, "calls_ops.pt")
-    save_model(CallsOps(), models["calls_ops"], cutoff=2.5, species=[18], units="lj",
-               spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 1})
+    for name, spec in (("no_exchange_layerwise", {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}),
+                       ("no_exchange_local", {"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})):
+        models[name] = os.path.join(workdir, f"{name}.pt")
+        save_model(NoExchange(), models[name], cutoff=2.5, species=[18], units="lj", spec=spec)
+    # specs in the toolkit's own layout (MLIPSpec.to_dict(), version 2)
+    toolkit_local = {"version": 2, "core": {"policy": {"kind": "local"}, "custom_ops": [], "third_party_helpers": []},
+                     "output_kinds": [["atomic_energies", "per_node"]], "all_reduce_outputs": [], "compile": None}
+    models["toolkit_shard"] = os.path.join(workdir, "toolkit_shard.pt")
+    save_model(NoExchange(), models["toolkit_shard"], cutoff=2.5, species=[18], units="lj",
+               spec=dict(toolkit_local, core={"policy": {"kind": "shard"}}))
+    models["toolkit_kindless"] = os.path.join(workdir, "toolkit_kindless.pt")
+    save_model(NoExchange(), models["toolkit_kindless"], cutoff=2.5, species=[18], units="lj",
+               spec=dict(toolkit_local, all_reduce_outputs=["charges"]))
     models["graph_partition"] = os.path.join(workdir, "graph_partition.pt")
     save_model(WrongShape(), models["graph_partition"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_MPNN_GP", "num_message_passing_layers": 2})
@@ -154,9 +171,6 @@ def make_models(workdir):
         models[f"wrong_on_empty_rank_{fault}"] = os.path.join(workdir, f"wrong_on_empty_rank_{fault}.pt")
         save_model(WrongOnEmptyRank(fault), models[f"wrong_on_empty_rank_{fault}"], cutoff=2.5, species=[18],
                    units="lj", spec=ONE_RANK_SPEC)
-    models["local_multilayer"] = os.path.join(workdir, "local_multilayer.pt")
-    save_model(WrongShape(), models["local_multilayer"], cutoff=2.5, species=[18], units="lj",
-               spec={"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})
     models["bad_spec"] = os.path.join(workdir, "bad_spec.pt")
     save_model(WrongShape(), models["bad_spec"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "halo_mode": "local"})
@@ -203,12 +217,23 @@ def cases(lj_model, models):
               after="compute mu all nvalchemi/global dipole 3\nthermo_style custom step c_mu[1]\n"),
          r"compute nvalchemi/global needs model output 'dipole' with 3 values; the model returned: "
          r"atomic_energies \[\d+\], energy \[1,1\]"),
-        ("exchange op called by a model in halo mode deep", dict(ok, model=models["calls_ops"], keywords=" halo deep"),
-         r"torch\.ops\.nvalchemi\.refresh_neighbors was called outside a pair_style nvalchemi evaluation"),
-        ("multi-layer model in halo mode local", dict(ok, model=models["local_multilayer"]),
-         r"has 2 message-passing layers but runs in halo mode 'local'"),
-        ("halo override to a mode without exchange", dict(ok, model=models["message_passing"], keywords=" halo local"),
-         r"has 3 message-passing layers but runs in halo mode 'local', which the pair_style keywords set"),
+        ("multi-layer model without exchange calls in halo mode local", dict(ok, model=models["no_exchange_local"]),
+         r"Model .*no_exchange_local\.pt declares 2 message-passing layers but made no exchange call in halo "
+         r"mode 'local', which the spec of model .*no_exchange_local\.pt sets: .* needs halo mode 'deep'"),
+        ("multi-layer model without exchange calls in halo mode layerwise",
+         dict(ok, model=models["no_exchange_layerwise"]),
+         r"declares 3 message-passing layers but made no exchange call in halo mode 'layerwise', which the spec"),
+        ("halo override to a mode the model does not exchange in",
+         dict(ok, model=models["no_exchange_layerwise"], keywords=" halo local"),
+         r"declares 3 message-passing layers but made no exchange call in halo mode 'local', which the "
+         r"pair_style keywords set"),
+        ("toolkit spec with a sharded storage policy", dict(ok, model=models["toolkit_shard"]),
+         r"invalid metadata: spec key 'core\.policy' kind 'shard' \(owned rows only, cross-rank reads by global "
+         r"atom id\) has no counterpart in LAMMPS' spatial decomposition"),
+        ("toolkit spec with an output of no kind", dict(ok, model=models["toolkit_kindless"]),
+         r"output 'charges' has kind 'unknown': declare it per_node"),
+        ("exchange op called by a hook", dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_calls_ops']} local 1\n"),
+         r"torch\.ops\.nvalchemi\.refresh_neighbors was called outside a pair_style nvalchemi model evaluation"),
         ("unknown key in the model's spec", dict(ok, model=models["bad_spec"]),
          r"invalid metadata: unknown spec key 'halo_mode'"),
         ("unknown spec preset keyword", dict(ok, keywords=" spec SPEC_FOO"),

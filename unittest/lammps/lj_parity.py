@@ -35,6 +35,8 @@ PAIR = {
     "forces-node_energy": "pair_style nvalchemi {forces_model} forces node_energy\npair_coeff * * Ar Ar\n",
     "forces-global_energy": "pair_style nvalchemi {forces_model} forces global_energy\npair_coeff * * Ar Ar\n",
     "forces-model": "pair_style nvalchemi {forces_model} forces model\npair_coeff * * Ar Ar\n",
+    # the toolkit's stress (-W/V) instead of a virial, and a spec in the toolkit's own layout
+    "toolkit-stress-nofdotr": "pair_style nvalchemi {stress_model}\npair_coeff * * Ar Ar\npair_modify nofdotr\n",
     "forces-model-nofdotr": ("pair_style nvalchemi {forces_model} forces model\npair_coeff * * Ar Ar\n"
                              "pair_modify nofdotr\n"),
 }
@@ -59,7 +61,8 @@ GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_
 
 
 def run_case(args, label, pair_variant, nranks, grid, workdir, data):
-    pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin, forces_model=args.forces_model)
+    pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin, forces_model=args.forces_model,
+                                     stress_model=args.stress_model)
     text = TEMPLATE.format(grid=" ".join(map(str, grid)), data=data, pair=pair)
     text += snapshot_commands(STEPS, DUMP_COLUMNS, GLOBALS)
     snapshots, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, STEPS)
@@ -83,6 +86,7 @@ def main():
     parser.add_argument("--variant", choices=tuple(v for v in PAIR if v != "lj/cut"), default="nvalchemi")
     parser.add_argument("--plugin", default="")
     parser.add_argument("--forces-model", default="", help="LJ model written with --model-forces")
+    parser.add_argument("--stress-model", default="", help="LJ model returning 'stress' (spec_models.py)")
     parser.add_argument("--tol", type=float, default=1e-10)
     args = parser.parse_args()
 

@@ -28,6 +28,10 @@ kind x reduce combination, each with a value that is easy to reason about:
 with w = exp(-r^2) for an edge of length r. Consolidated, coordination, coordination_owned and
 coordination_none are equal, and every output is independent of the number of ranks.
 
+lj_stress.pt: Lennard-Jones with its own forces that returns the toolkit's 'stress' (-W/V)
+instead of 'virial', with its spec in the toolkit's own layout (MLIPSpec.to_dict(), version 2):
+pair_style nvalchemi must read the spec and turn the stress back into the virial of lj/cut.
+
 nan_probe.pt: Lennard-Jones with its own forces (run it with `forces model`), species Ar and
 Ne, except that every Ne atom's force and atomic energy are NaN: fix nvalchemi/dd guard must name
 exactly those atoms, and the ranks that own them for the energy.
@@ -109,6 +113,33 @@ class ExchangeProbe(torch.nn.Module):
         return {"atomic_energies": e * owned}
 
 
+class StressLJ(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lj = LennardJones(1.0, 1.0, 2.5, False, True)
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        outputs = self.lj(inputs)
+        volume = torch.linalg.det(inputs["cell"][0]).abs()
+        outputs["stress"] = -outputs.pop("virial") / volume
+        return outputs
+
+
+# what the toolkit's MLIPSpec.to_dict() writes for a strictly local model with its own forces
+# whose per-rank forces, stress and per-atom virials are partials
+STRESS_LJ_TOOLKIT_SPEC = {
+    "version": 2,
+    "core": {"policy": {"kind": "halo", "scatter_mode": "local", "gather_mode": "local"},
+             "custom_ops": [], "third_party_helpers": []},
+    "system_reductions": True, "node_energy_key": None, "node_virial_key": "atomic_virials",
+    "gp_replicate_geometry": False, "owned_only_outputs": ["atomic_energies"],
+    "all_reduce_outputs": ["atomic_virials", "energy", "forces", "stress"],
+    "output_kinds": [["atomic_energies", "per_node"], ["atomic_virials", "per_node"], ["energy", "per_graph"],
+                     ["forces", "per_node"], ["stress", "per_graph"]],
+    "compile": {"static_shapes": False, "force_strategy": "model_internal", "stress_via_strain": False},
+}
+
+
 class NaNProbe(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -132,6 +163,8 @@ def main():
     save_model(Probe(), os.path.join(outdir, "lj_probe.pt"), cutoff=2.5, species=[18], units="lj", spec=spec)
     save_model(ExchangeProbe(), os.path.join(outdir, "exchange_probe.pt"), cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
+    save_model(StressLJ(), os.path.join(outdir, "lj_stress.pt"), cutoff=2.5, species=[18], units="lj",
+               spec=STRESS_LJ_TOOLKIT_SPEC)
     save_model(NaNProbe(), os.path.join(outdir, "nan_probe.pt"), cutoff=2.5, species=[18, 10], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "outputs": MODEL_FORCES_OUTPUTS})
 

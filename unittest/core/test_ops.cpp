@@ -1,0 +1,142 @@
+// Unit tests: the exchange ops torch.ops.nvalchemi.* through LibTorch's dispatcher, on a test
+// double of the domain decomposition, in both kinds of halo: ghost rows that hold partials owed
+// to their owners (halo modes local and layerwise) and owned rows that are complete (deep).
+// Every op is linear, so its backward must be its adjoint: <f(x), v> = <x, f^T v>.
+
+#include "nvalchemi_exchange.h"
+#include "nvalchemi_ops.h"
+
+#include "gtest/gtest.h"
+
+#include <torch/torch.h>
+
+using namespace LAMMPS_NS::NVAlchemi;
+
+namespace {
+// Rows 0 and 1 owned, row 2 a ghost copy of row 0, row 3 a ghost copy of row 1: one process
+// standing in for two ranks that see each other's atoms.
+class FoldedExchange : public Exchanger {
+ public:
+  explicit FoldedExchange(bool complete) : complete(complete) {}
+  int64_t num_rows() const override { return 4; }
+  int64_t num_owned() const override { return 2; }
+  void refresh(double *rows, int width) override
+  {
+    for (int c = 0; c < width; ++c) {
+      rows[2 * width + c] = rows[c];
+      rows[3 * width + c] = rows[width + c];
+    }
+  }
+  void sum_into_owners(double *rows, int width) override
+  {
+    for (int c = 0; c < width; ++c) {
+      rows[c] += rows[2 * width + c];
+      rows[width + c] += rows[3 * width + c];
+    }
+  }
+  void sum_over_ranks(double *values, int n) override
+  {
+    for (int k = 0; k < n; ++k) values[k] *= 3.0;    // three ranks holding the same value
+  }
+  bool owned_rows_complete() const override { return complete; }
+  bool complete;
+};
+
+// torch.ops.nvalchemi.<op>, registered as a model load would
+c10::OperatorHandle exchange_op(const char *op)
+{
+  register_exchange_ops();
+  return c10::Dispatcher::singleton().findSchemaOrThrow((std::string("nvalchemi::") + op).c_str(),
+                                                        "");
+}
+
+torch::Tensor call(const char *op, const torch::Tensor &x)
+{ return exchange_op(op).typed<at::Tensor(const at::Tensor &)>().call(x); }
+
+// f(x) and f^T(v) through autograd
+std::pair<torch::Tensor, torch::Tensor> forward_and_adjoint(const char *op, const torch::Tensor &x,
+                                                            const torch::Tensor &v)
+{
+  auto leaf = x.clone().requires_grad_(true);
+  auto y = call(op, leaf);
+  (y * v).sum().backward();
+  return {y.detach(), leaf.grad()};
+}
+
+struct ExchangeScope {
+  explicit ExchangeScope(Exchanger *ex) { set_current_exchanger(ex); }
+  ~ExchangeScope() { set_current_exchanger(nullptr); }
+};
+
+const torch::Tensor X =
+    torch::tensor({{1.0, 2.0}, {3.0, 4.0}, {10.0, 20.0}, {30.0, 40.0}}, torch::kFloat64);
+const torch::Tensor V =
+    torch::tensor({{0.5, -1.0}, {2.0, 0.25}, {-3.0, 1.5}, {4.0, -0.5}}, torch::kFloat64);
+}    // namespace
+
+TEST(ExchangeOps, RefreshCopiesOwnersAndGivesGhostGradientsToThem)
+{
+  for (bool complete : {false, true}) {
+    FoldedExchange ex(complete);
+    ExchangeScope scope(&ex);
+    auto [y, adjoint] = forward_and_adjoint("refresh_neighbors", X, V);
+    EXPECT_TRUE(torch::equal(
+        y, torch::tensor({{1.0, 2.0}, {3.0, 4.0}, {1.0, 2.0}, {3.0, 4.0}}, torch::kFloat64)));
+    EXPECT_TRUE(torch::equal(
+        adjoint,
+        torch::tensor({{-2.5, 0.5}, {6.0, -0.25}, {0.0, 0.0}, {0.0, 0.0}}, torch::kFloat64)));
+    EXPECT_DOUBLE_EQ((y * V).sum().item<double>(), (X * adjoint).sum().item<double>());
+  }
+}
+
+TEST(ExchangeOps, ScatterSumsGhostPartialsUnlessOwnedRowsAreComplete)
+{
+  {
+    FoldedExchange partials(false);    // halo modes local and layerwise
+    ExchangeScope scope(&partials);
+    auto [y, adjoint] = forward_and_adjoint("scatter_to_owners", X, V);
+    EXPECT_TRUE(torch::equal(
+        y,
+        torch::tensor({{11.0, 22.0}, {33.0, 44.0}, {11.0, 22.0}, {33.0, 44.0}}, torch::kFloat64)));
+    EXPECT_DOUBLE_EQ((y * V).sum().item<double>(), (X * adjoint).sum().item<double>());
+  }
+  {
+    FoldedExchange complete(true);    // halo mode deep: ghost rows only refreshed
+    ExchangeScope scope(&complete);
+    auto [y, adjoint] = forward_and_adjoint("scatter_to_owners", X, V);
+    EXPECT_TRUE(torch::equal(
+        y, torch::tensor({{1.0, 2.0}, {3.0, 4.0}, {1.0, 2.0}, {3.0, 4.0}}, torch::kFloat64)));
+    EXPECT_DOUBLE_EQ((y * V).sum().item<double>(), (X * adjoint).sum().item<double>());
+  }
+}
+
+TEST(ExchangeOps, SystemSumReducesOverRanksInEveryHalo)
+{
+  for (bool complete : {false, true}) {
+    FoldedExchange ex(complete);
+    ExchangeScope scope(&ex);
+    auto leaf = X.clone().requires_grad_(true);
+    const auto op = exchange_op("system_sum").typed<at::Tensor(const at::Tensor &, int64_t)>();
+    auto total = op.call(leaf, SCOPE_OWNED);
+    EXPECT_TRUE(torch::equal(total.detach(), torch::tensor({12.0, 18.0}, torch::kFloat64)));
+    total.sum().backward();
+    // each rank's gradient is all-reduced: three ranks, owned rows only
+    EXPECT_TRUE(torch::equal(
+        leaf.grad(),
+        torch::tensor({{3.0, 3.0}, {3.0, 3.0}, {0.0, 0.0}, {0.0, 0.0}}, torch::kFloat64)));
+    EXPECT_TRUE(torch::equal(op.call(X, SCOPE_LOCAL), torch::tensor({4.0, 6.0}, torch::kFloat64)));
+  }
+}
+
+TEST(ExchangeOps, OutsideAModelEvaluationTheyAreAnError)
+{
+  try {
+    call("refresh_neighbors", X);
+    FAIL() << "an exchange op ran without an exchanger";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find("was called outside a pair_style nvalchemi model "
+                                         "evaluation"),
+              std::string::npos)
+        << e.what();
+  }
+}
