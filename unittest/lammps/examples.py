@@ -6,6 +6,8 @@
   trace / 3V) equals c_pv (the virial part of the pressure), the per-atom virials are dumped;
 * examples/mp: "swap in schnet_deep.pt ... same answer": the deep model prints the same thermo
   (over the first 10 steps);
+* examples/longrange: "add 'halo layerwise' or 'halo deep' ... the thermo is the same", and the
+  in-run validation passes on steps 0, 25 and 50;
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
   lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
   pe (pe minus the same run without fix_modify energy equals f_dd).
@@ -105,6 +107,18 @@ def main():
         rows = len(deep["Step"])
         check("mp", f"schnet_deep.pt gives the same thermo as schnet_layerwise.pt (steps {deep['Step']})",
               rows == 2 and all(close(layerwise[k][:rows], deep[k]) for k in layerwise))
+
+        longrange = Example(args, workdir, "longrange")
+        out = longrange.run("longrange")
+        local = thermo(out)
+        steps = [int(s) for s in re.findall(r"validate step (\d+): largest differences", out)]
+        check("longrange", f"validation on steps 0, 25, 50 (found {steps})", steps == [0, 25, 50])
+        for mode in ("layerwise", "deep"):
+            other = thermo(longrange.run(f"longrange_{mode}", longrange.variant(
+                "long_range_ar.pt lj/cut", f"long_range_ar.pt halo {mode} lj/cut")))
+            # (f_dd[12], the validation's difference, is rounding noise and differs by mode)
+            check("longrange", f"halo {mode} gives the same thermo as the default (local)",
+                  all(close(local[k], other[k]) for k in ("Step", "Temp", "PotEng", "Press", "c_e")))
 
         dd = Example(args, workdir, "dd")
         out = dd.run("dd")
