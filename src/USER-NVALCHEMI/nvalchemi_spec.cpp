@@ -291,6 +291,15 @@ namespace NVAlchemi {
       return v.get<int>();
     }
 
+    // the boolean at `key`, if there is one; `where` is the path to `obj` in error messages
+    std::optional<bool> optional_bool(const json &obj, const std::string &key,
+                                      const std::string &where)
+    {
+      if (!obj.contains(key)) return std::nullopt;
+      if (!obj.at(key).is_boolean()) bad(where + key, "must be true or false");
+      return obj.at(key).get<bool>();
+    }
+
     double get_growth(const json &obj, const std::string &key)
     {
       const json &v = obj.at(key);
@@ -316,11 +325,9 @@ namespace NVAlchemi {
           check_keys(o, {"kind", "reduce", "autograd"}, where + ".");
           if (!o.at("kind").is_string() || !o.at("reduce").is_string())
             bad(where, "kind and reduce must be strings");
-          if (o.contains("autograd") && !o.at("autograd").is_boolean())
-            bad(where + ".autograd", "must be true or false");
           spec.outputs[item.key()] = {parse_output_kind(o.at("kind").get<std::string>()),
                                       parse_reduce(o.at("reduce").get<std::string>()),
-                                      o.value("autograd", false)};
+                                      optional_bool(o, "autograd", where + ".").value_or(false)};
         }
       }
       if (obj.contains("node_energy_key"))
@@ -338,11 +345,7 @@ namespace NVAlchemi {
         check_keys(
             c, {"static_shapes", "atom_capacity_growth", "edge_capacity_growth", "force_strategy"},
             "compile.");
-        if (c.contains("static_shapes")) {
-          if (!c.at("static_shapes").is_boolean())
-            bad("compile.static_shapes", "must be true or false");
-          spec.compile.static_shapes = c.at("static_shapes").get<bool>();
-        }
+        take_if_set(spec.compile.static_shapes, optional_bool(c, "static_shapes", "compile."));
         if (c.contains("atom_capacity_growth"))
           spec.compile.atom_capacity_growth = get_growth(c, "atom_capacity_growth");
         if (c.contains("edge_capacity_growth"))
@@ -400,11 +403,6 @@ namespace NVAlchemi {
       return get_string(obj, key);
     }
 
-    void require_boolean(const json &obj, const std::string &key, const std::string &where)
-    {
-      if (obj.contains(key) && !obj.at(key).is_boolean()) bad(where + key, "must be true or false");
-    }
-
     MLIPSpec from_toolkit(const json &j)
     {
       check_keys(j,
@@ -424,8 +422,9 @@ namespace NVAlchemi {
           bad(std::string("core.") + hatch,
               "names Python or Triton callables for the toolkit's dispatch, which a LAMMPS run "
               "cannot call: build what they do into the TorchScript model");
-      require_boolean(j, "system_reductions", "");
-      require_boolean(j, "gp_replicate_geometry", "");
+      // read, and not needed here (doc/Howto_nvalchemi_spec.rst)
+      optional_bool(j, "system_reductions", "");
+      optional_bool(j, "gp_replicate_geometry", "");
       spec.node_energy_key = optional_string(j, "node_energy_key");
       spec.node_virial_key = optional_string(j, "node_virial_key");
 
@@ -461,12 +460,10 @@ namespace NVAlchemi {
         const json &c = j.at("compile");
         if (!c.is_object()) bad("compile", "must be an object or null");
         check_keys(c, {"static_shapes", "force_strategy", "stress_via_strain"}, "compile.");
-        require_boolean(c, "static_shapes", "compile.");
+        spec.compile.static_shapes = optional_bool(c, "static_shapes", "compile.");
         // the virial always comes from the edge vectors here, exact for any model whose geometry
         // comes from them: stress_via_strain has nothing to switch
-        require_boolean(c, "stress_via_strain", "compile.");
-        if (c.contains("static_shapes"))
-          spec.compile.static_shapes = c.at("static_shapes").get<bool>();
+        optional_bool(c, "stress_via_strain", "compile.");
         if (c.contains("force_strategy"))
           spec.compile.force_strategy = parse_force_strategy(get_string(c, "force_strategy"));
       }
