@@ -255,14 +255,13 @@ void PairNVAlchemi::load_model(const char *file)
   }
   const NVAlchemi::MLIPSpec &spec = s.spec;
   // errors about the effective spec name where its fields came from
-  const std::string halo_origin = s.overrides.halo ? "the pair_style keywords set"
-                                                   : fmt::format("the spec of model {} sets", file);
+  s.halo_origin = s.overrides.halo ? "the pair_style keywords set"
+                                   : fmt::format("the spec of model {} sets", file);
   if (*spec.halo == NVAlchemi::HaloMode::GP)
     error->all(FLERR, 1,
                "Halo mode 'gp' (graph partition), which {}, is not supported by this version of "
                "pair_style nvalchemi: use halo mode 'layerwise' or 'deep'",
-               halo_origin);
-  s.halo_origin = halo_origin;
+               s.halo_origin);
   try {
     s.share = NVAlchemi::energy_share(spec, comm->nprocs);
   } catch (std::invalid_argument &e) {
