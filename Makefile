@@ -23,12 +23,16 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 
 LAMMPS_PACKAGES := USER-NVALCHEMI MOLECULE KSPACE EXTRA-PAIR PLUGIN
 
-.PHONY: all deps lammps nvalchemi run test clean
+.PHONY: all deps export-venvs lammps nvalchemi run test clean
 
 all: nvalchemi
 
 deps:
 	@LAMMPS_DIR=$(filter-out $(BUILD)/lammps-src,$(LAMMPS_DIR)) tools/install-deps.sh $(BUILD)
+
+# the model export tools with mace-torch, in a venv of their own (only the tests need them)
+export-venvs:
+	@tools/install-export-venvs.sh $(BUILD)
 
 # LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE)
 lammps: deps
@@ -48,7 +52,7 @@ nvalchemi: lammps
 run: nvalchemi
 	cd examples/lj && mpirun -np 2 $(LMP) -in in.lj -log none
 
-test: nvalchemi
+test: export-venvs nvalchemi
 	ctest --test-dir $(BUILD)/nvalchemi --output-on-failure -j $(JOBS)
 
 clean:

@@ -1,0 +1,206 @@
+"""Export a trained MACE model (mace-torch) to a model that pair_style nvalchemi runs.
+
+    python potentials/mace_export.py in.model -o out.pt [--dtype float64|float32]
+                                     [--head NAME] [--halo layerwise|deep]
+
+The exported file is TorchScript with the package's metadata (doc/Howto_nvalchemi_contract.rst):
+cutoff = the model's r_max, species = its atomic numbers, units metal, and a SPEC_MPNN_HALO spec
+with the number of interactions as layers. It returns MACE's node energies (E0 included) as
+`atomic_energies`; pair_style nvalchemi takes forces and virial from their gradient.
+
+How MACE is fitted to the contract:
+  * geometry only from edge_vectors: MACE builds each vector as positions[receiver] -
+    positions[sender] + shift, so the wrapper passes zero positions and shifts = edge_vectors;
+    MACE's edge_index row 0 is the sender, as in the contract's neighbor_list;
+  * halo layerwise: every interaction block calls its handle_lammps(node_feats, ...) method
+    before the convolution (MACE's hook for LAMMPS' ML-IAP interface). The exported blocks
+    override it to call torch.ops.nvalchemi.refresh_neighbors on every layer but the first, so
+    ghost rows hold their owners' features when messages are formed. handle_lammps is private
+    to mace-torch, so the versions this override is known to be right for are pinned below;
+  * halo deep: the blocks are left as they are and the ghost shell holds every layer's
+    receptive field (cutoff x interactions);
+  * a rank that owns no atoms, and has no ghosts, gets zero energies without calling MACE
+    (MACE fails on an empty graph).
+
+mace-torch is needed only here, never by a LAMMPS run. Import order matters with torch >= 2.6:
+mace before e3nn.
+"""
+
+import argparse
+import copy
+import inspect
+import os
+import sys
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_export import save_scripted_model  # noqa: E402
+
+# mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
+# layerwise override relies on (checked at export time as well)
+SUPPORTED_MACE = ((0, 3, 14), (0, 3, 16))
+HANDLE_LAMMPS_PARAMETERS = ["self", "node_feats", "lammps_class", "lammps_natoms", "first_layer"]
+
+
+def _version_tuple(text: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in text.split("+")[0].split(".")[:3])
+
+
+def _import_mace():
+    try:
+        import mace  # noqa: F401  (before e3nn)
+        from mace.modules.blocks import InteractionBlock
+        from e3nn import o3
+        from e3nn.util import jit
+    except ImportError as exc:
+        raise SystemExit(f"mace_export: mace-torch is not installed ({exc}); "
+                         "pip install 'nvalchemi-lammps[mace]' or pip install mace-torch") from exc
+    version = _version_tuple(mace.__version__)
+    low, high = SUPPORTED_MACE
+    if not low <= version <= high:
+        raise SystemExit(f"mace_export: mace-torch {mace.__version__} is outside the supported "
+                         f"range {'.'.join(map(str, low))} to {'.'.join(map(str, high))}: the "
+                         "layerwise export overrides a private method of its interaction blocks; "
+                         "install a supported mace-torch or export with --halo deep after checking "
+                         "the result with nvalchemi-check")
+    parameters = list(inspect.signature(InteractionBlock.handle_lammps).parameters)
+    if parameters != HANDLE_LAMMPS_PARAMETERS:
+        raise SystemExit(f"mace_export: mace-torch {mace.__version__}'s InteractionBlock."
+                         f"handle_lammps{tuple(parameters)} is not the hook this exporter knows")
+    return InteractionBlock, jit, o3
+
+
+class _RefreshBeforeConvolution:
+    """handle_lammps for halo mode layerwise: ghost rows take their owners' features before
+    every convolution but the first (the first layer's features are species embeddings, exact
+    on ghosts already)."""
+
+    def handle_lammps(self, node_feats: torch.Tensor, lammps_class: Optional[Any],
+                      lammps_natoms: Tuple[int, int], first_layer: bool) -> torch.Tensor:
+        if first_layer:
+            return node_feats
+        return torch.ops.nvalchemi.refresh_neighbors(node_feats)
+
+
+def _exchange_between_layers(model: torch.nn.Module, interaction_base: type) -> int:
+    """Switch every interaction block of `model` to a subclass whose handle_lammps refreshes
+    ghost rows; returns the number of blocks switched."""
+    subclasses: Dict[type, type] = {}
+    count = 0
+    for block in model.modules():
+        if isinstance(block, interaction_base):
+            cls = type(block)
+            if cls not in subclasses:
+                subclasses[cls] = type(cls.__name__ + "Layerwise", (cls,),
+                                       {"handle_lammps": _RefreshBeforeConvolution.handle_lammps,
+                                        "__module__": __name__})
+            block.__class__ = subclasses[cls]
+            count += 1
+    return count
+
+
+class MaceContractModel(torch.nn.Module):
+    """A MACE model behind the contract's inputs and outputs."""
+
+    def __init__(self, model: torch.nn.Module, head: int):
+        super().__init__()
+        self.model = model
+        numbers = [int(z) for z in model.atomic_numbers]
+        index = torch.full((119,), -1, dtype=torch.int64)
+        for i, z in enumerate(numbers):
+            index[z] = i
+        self.register_buffer("species_index", index)
+        self.num_elements = len(numbers)
+        self.register_buffer("head", torch.tensor([head], dtype=torch.int64))
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        edge_vectors = inputs["edge_vectors"]
+        atomic_numbers = inputs["atomic_numbers"]
+        n = atomic_numbers.shape[0]
+        if n == 0:  # MACE fails on an empty graph
+            return {"atomic_energies": torch.zeros(0, dtype=edge_vectors.dtype,
+                                                   device=edge_vectors.device)}
+        index = self.species_index[atomic_numbers]
+        node_attrs = torch.nn.functional.one_hot(index, self.num_elements).to(edge_vectors.dtype)
+        num_edges = edge_vectors.shape[0]
+        data: Dict[str, torch.Tensor] = {
+            "positions": torch.zeros((n, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
+            "node_attrs": node_attrs,
+            "edge_index": inputs["neighbor_list"].t(),
+            "shifts": edge_vectors,
+            "unit_shifts": torch.zeros((num_edges, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
+            "cell": inputs["cell"],
+            "batch": torch.zeros(n, dtype=torch.int64, device=edge_vectors.device),
+            "ptr": torch.tensor([0, n], dtype=torch.int64, device=edge_vectors.device),
+            "head": self.head,
+        }
+        out = self.model(data, training=False, compute_force=False, compute_virials=False,
+                         compute_stress=False, compute_displacement=False)
+        energies = out["node_energy"]
+        assert energies is not None
+        return {"atomic_energies": energies.to(edge_vectors.dtype)}
+
+
+def load_mace(path: str) -> torch.nn.Module:
+    """A mace-torch model file (torch.save of the model, what MACE's training writes)."""
+    _import_mace()
+    model = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "atomic_numbers"):
+        raise SystemExit(f"mace_export: {path} does not hold a MACE model")
+    return model
+
+
+def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.float64,
+           head: Optional[str] = None, halo: str = "layerwise") -> Dict:
+    """Write `model` (a MACE torch.nn.Module, left as it is) to `output`; returns the metadata
+    written."""
+    interaction_base, jit, o3 = _import_mace()
+    model = copy.deepcopy(model)
+    heads = list(getattr(model, "heads", None) or ["Default"])
+    if head is None:
+        head = heads[-1]
+    if head not in heads:
+        raise SystemExit(f"mace_export: the model has no head '{head}' (its heads: {', '.join(heads)})")
+    if halo not in ("layerwise", "deep"):
+        raise SystemExit(f"mace_export: halo must be layerwise or deep, not '{halo}'")
+    model = model.to(dtype).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    layers = int(model.num_interactions)
+    if halo == "layerwise" and _exchange_between_layers(model, interaction_base) != layers:
+        raise SystemExit("mace_export: the model's interaction blocks are not the ones its "
+                         "num_interactions counts; export with --halo deep")
+    # e3nn's modules must be compiled its way before the wrapper is scripted
+    scripted = torch.jit.script(jit.compile(MaceContractModel(model, heads.index(head))))
+    spec: Dict = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers}
+    if halo == "deep":
+        spec["halo"] = "deep"
+    else:  # the widest row refresh_neighbors moves: the features a convolution reads
+        spec["exchange_feature_width"] = max(o3.Irreps(block.edge_irreps).dim
+                                             for block in model.interactions)
+    return save_scripted_model(scripted, output, cutoff=float(model.r_max),
+                               species=[int(z) for z in model.atomic_numbers], units="metal",
+                               dtype=dtype, spec=spec)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="nvalchemi-mace-export", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="a mace-torch model file (.model)")
+    parser.add_argument("-o", "--output", required=True, help="the TorchScript file to write (.pt)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--head", default=None, help="the head to export (default: the last)")
+    parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise")
+    args = parser.parse_args(argv)
+    metadata = export(load_mace(args.model), args.output,
+                      dtype=torch.float64 if args.dtype == "float64" else torch.float32,
+                      head=args.head, halo=args.halo)
+    print(f"mace_export: wrote {args.output}: cutoff {metadata['cutoff']}, species "
+          f"{metadata['species']}, {metadata['dtype']}, {metadata['spec']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the model export tools (potentials/, the nvalchemi-lammps Python package) with their
+# optional dependencies into virtual environments of their own under the build directory, for
+# the export tests: venv-mace (mace-torch and the e3nn it pins). Never needed by a LAMMPS run.
+# Idempotent: a second run compares a stamp and returns at once.
+#
+# usage: tools/install-export-venvs.sh <build-dir>
+set -euo pipefail
+
+build_dir=${1:?usage: install-export-venvs.sh <build-dir>}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$build_dir"
+build_dir=$(cd "$build_dir" && pwd)
+
+torch_version=2.13.0
+mace_pins=(mace-torch==0.3.16 e3nn==0.4.4)
+
+# install <venv name> <extra> <pins...>: the package (editable, so potentials/ edits take effect)
+# with one extra, the pins applied
+install() {
+  local venv="$build_dir/$1" extra=$2
+  shift 2
+  local stamp_text
+  stamp_text="torch==$torch_version $* $(sha256sum "$repo/potentials/pyproject.toml" | cut -d' ' -f1)"
+  if [ -f "$venv/.nvalchemi-stamp" ] && [ "$(cat "$venv/.nvalchemi-stamp")" = "$stamp_text" ]; then
+    return 0
+  fi
+  echo "install-export-venvs: creating $venv ($extra: $*)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version"
+  "$venv/bin/pip" install -q --disable-pip-version-check -e "$repo/potentials[$extra]" "$@"
+  echo "$stamp_text" > "$venv/.nvalchemi-stamp"
+}
+
+install venv-mace mace "${mace_pins[@]}"

@@ -1,0 +1,139 @@
+"""A MACE model exported by potentials/mace_export.py, run by pair_style nvalchemi on N ranks,
+against MACE's own ASE calculator on the whole periodic cell (the oracle: mace-torch evaluating
+the model it saved, never this package) and against the same export on 1 rank.
+
+After `run 0`: energy, every atom's force and the stress tensor. float64: 1e-10 relative to both;
+float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import mace  # noqa: F401  (before e3nn)
+import numpy as np
+import torch
+from ase import Atoms
+from mace.calculators import MACECalculator
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lammps"))
+from harness import relative_difference, run_snapshots, snapshot_commands  # noqa: E402
+
+NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
+MASSES = {1: 1.008, 8: 15.999}
+DUMP_COLUMNS = "id type xu yu zu fx fy fz"
+GLOBALS = ["pe", "c_p[1]", "c_p[2]", "c_p[3]", "c_p[4]", "c_p[5]", "c_p[6]"]
+
+INPUT = """units metal
+atom_style atomic
+atom_modify map array
+{comm}
+read_data {data}
+{balance}
+pair_style nvalchemi {model}
+pair_coeff * * H O
+compute p all pressure NULL virial
+thermo_style custom step pe c_p[*]
+"""
+
+
+def make_atoms(box: str, system: str) -> Atoms:
+    """H and O on a jittered simple-cubic lattice (spacing 1.9 A, no pair closer than ~1.1 A).
+    bulk: 3x3x3 sites filling the cell; slab: the same sites in a cell twice as long in x, so
+    that on a 4x1x1 grid two ranks own no atoms."""
+    rng = np.random.default_rng(20261201)
+    spacing, sites = 1.9, 3
+    grid = np.array([(i, j, k) for i in range(sites) for j in range(sites) for k in range(sites)], float)
+    frac = (grid + 0.5 + rng.uniform(-0.1, 0.1, grid.shape)) / sites
+    length = spacing * sites
+    cell = np.diag([length, length, length])
+    if box == "tri":
+        cell[1, 0], cell[2, 0], cell[2, 1] = 0.6, -0.4, 0.5
+    positions = frac @ cell
+    if system == "slab":
+        cell[0] *= 2.0
+    numbers = rng.choice([1, 8], len(positions), p=[0.6, 0.4])
+    return Atoms(numbers=numbers, positions=positions, cell=cell, pbc=True)
+
+
+def write_data(atoms: Atoms, path: str) -> None:
+    (lx, _, _), (xy, ly, _), (xz, yz, lz) = atoms.cell[:].tolist()
+    types = {1: 1, 8: 2}
+    with open(path, "w") as f:
+        f.write(f"H and O for mace_parity\n\n{len(atoms)} atoms\n2 atom types\n\n"
+                f"0 {lx!r} xlo xhi\n0 {ly!r} ylo yhi\n0 {lz!r} zlo zhi\n{xy!r} {xz!r} {yz!r} xy xz yz\n\n"
+                f"Masses\n\n1 {MASSES[1]}\n2 {MASSES[8]}\n\nAtoms # atomic\n\n")
+        for i, (z, r) in enumerate(zip(atoms.numbers, atoms.positions)):
+            f.write(f"{i + 1} {types[int(z)]} {float(r[0])!r} {float(r[1])!r} {float(r[2])!r}\n")
+
+
+def lammps(args, workdir, label, nranks, grid, tiled, data):
+    comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
+    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "", model=args.model)
+    text += snapshot_commands([0], DUMP_COLUMNS, GLOBALS)
+    snaps, _ = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, [0])
+    rows, g = snaps[0]
+    # LAMMPS' pressure tensor (virial part, bar) -> ASE's stress (eV/A^3, Voigt xx yy zz yz xz xy)
+    pxx, pyy, pzz, pxy, pxz, pyz = g[1:7]
+    stress = -np.array([pxx, pyy, pzz, pyz, pxz, pxy]) / NKTV2P
+    return {"energy": g[0:1], "forces": rows[:, 5:8], "stress": stress, "positions": rows[:, 2:5]}
+
+
+def oracle(args, atoms):
+    dtype = "float32" if args.float32 else "float64"
+    calc = MACECalculator(model_paths=args.source, device="cpu", default_dtype=dtype)
+    atoms = atoms.copy()
+    atoms.calc = calc
+    return {"energy": np.array([atoms.get_potential_energy()]), "forces": atoms.get_forces(),
+            "stress": atoms.get_stress(voigt=True)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--model", required=True, help="the exported model (.pt)")
+    parser.add_argument("--source", required=True, help="the mace-torch model it was exported from")
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
+    parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
+    parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
+    parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
+    parser.add_argument("--float32", action="store_true", help="the export is float32")
+    parser.add_argument("--tol", type=float, default=None)
+    args = parser.parse_args()
+    tol = args.tol if args.tol is not None else (1e-5 if args.float32 else 1e-10)
+    torch.set_num_threads(1)
+
+    failures, worst = [], 0.0
+
+    def check(name, value):
+        nonlocal worst
+        worst = max(worst, value)
+        ok = value <= tol
+        print(f"{name:45s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
+        if not ok:
+            failures.append(f"{name} = {value:.3e} > {tol:.0e}")
+
+    atoms = make_atoms(args.box, args.system)
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-mace-") as workdir:
+        data = os.path.join(workdir, "system.data")
+        write_data(atoms, data)
+        single = lammps(args, workdir, "np1", 1, (1, 1, 1), False, data)
+        tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data)
+        reference = oracle(args, atoms)
+        for key in ("energy", "forces", "stress"):
+            check(f"{key} vs MACE's ASE calculator", relative_difference(tested[key], reference[key]))
+            check(f"{key} vs nvalchemi np1", relative_difference(tested[key], single[key]))
+
+    print("PARITY " + json.dumps({"test": "mace", "model": os.path.basename(args.model), "np": args.np,
+                                  "grid": args.grid, "tiled": args.tiled, "box": args.box,
+                                  "system": args.system, "max_relative_difference": worst}))
+    if failures:
+        sys.exit("FAIL:\n  " + "\n  ".join(failures))
+
+
+if __name__ == "__main__":
+    main()

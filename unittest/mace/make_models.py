@@ -1,0 +1,53 @@
+"""A tiny random MACE model (mace-torch; 2 interactions, H and O, r_max 3 A, fixed seed) saved as
+mace-torch saves a trained one, and its exports by the one command a user runs,
+nvalchemi-mace-export (potentials/mace_export.py, installed with the nvalchemi-lammps package
+next to this Python): halo layerwise and deep, float64 and float32.
+
+    python unittest/mace/make_models.py <output dir>
+"""
+
+import os
+import subprocess
+import sys
+
+import mace  # noqa: F401  (before e3nn)
+import numpy as np
+import torch
+from e3nn import o3
+from mace import modules
+
+R_MAX = 3.0
+
+
+def tiny_mace(seed: int = 20261201) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        block = modules.interaction_classes["RealAgnosticResidualInteractionBlock"]
+        return modules.ScaleShiftMACE(
+            r_max=R_MAX, num_bessel=4, num_polynomial_cutoff=5, max_ell=2,
+            interaction_cls=block, interaction_cls_first=block, num_interactions=2,
+            num_elements=2, hidden_irreps=o3.Irreps("8x0e + 8x1o"), MLP_irreps=o3.Irreps("8x0e"),
+            atomic_energies=np.array([-13.6, -432.1]), avg_num_neighbors=6.0,
+            atomic_numbers=[1, 8], correlation=2, gate=torch.nn.functional.silu,
+            atomic_inter_scale=0.7, atomic_inter_shift=0.05)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def main(outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    source = os.path.join(outdir, "tiny.model")
+    torch.save(tiny_mace(), source)
+    export = os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export")
+    if not os.path.exists(export):
+        sys.exit(f"FAIL: {export} is missing: tools/install-export-venvs.sh installs it")
+    for halo in ("layerwise", "deep"):
+        for dtype in ("float64", "float32"):
+            subprocess.run([export, source, "-o", os.path.join(outdir, f"tiny_{halo}_{dtype}.pt"),
+                            "--halo", halo, "--dtype", dtype], check=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
