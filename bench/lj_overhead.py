@@ -1,12 +1,13 @@
-"""Cost of running Lennard-Jones through pair_style nvalchemi (TorchScript + LibTorch autograd)
-instead of LAMMPS' native lj/cut, on the same system and ranks, measured in one run.
+"""Cost of running Lennard-Jones through pair_style nvalchemi instead of LAMMPS' native lj/cut,
+on the same system and ranks, measured in one run, for each model file given: the TorchScript
+model (LibTorch autograd) and its AOTInductor build (forward and gradient compiled ahead of time).
 
-    build/venv/bin/python bench/lj_overhead.py --lmp build/lammps/lmp --model potentials/lj_ar.pt
+    build/venv/bin/python bench/lj_overhead.py --lmp build/lammps/lmp \
+        --model build/nvalchemi/potentials/lj_ar.pt build/nvalchemi/potentials/lj_ar.pt2
 
-Prints one JSON object per (atoms, ranks): time per step of each style (LAMMPS' "Loop time"),
-their ratio, and the largest peak resident memory of a rank
-(LibTorch included). Figures are CPU timings of a shared machine:
-compare the ratios, not the absolute times.
+Prints one JSON object per (model, atoms, ranks): time per step of each style (LAMMPS' "Loop
+time"), their ratio, and the largest peak resident memory of a rank (LibTorch included). Figures
+are CPU timings of a shared machine: compare the ratios, not the absolute times.
 """
 
 import argparse
@@ -32,10 +33,11 @@ PAIRS = {"lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0",
          "nvalchemi": "pair_style nvalchemi {model}\npair_coeff * * Ar"}
 
 
-def measure(args, style, cells, ranks, workdir):
+def measure(args, style, cells, ranks, workdir, model=""):
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(system=melt_commands(cells, 3.0), steps=args.steps, pair=PAIRS[style].format(model=os.path.abspath(args.model))))
+        f.write(INPUT.format(system=melt_commands(cells, 3.0), steps=args.steps,
+                             pair=PAIRS[style].format(model=os.path.abspath(model))))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=1800,
                       wrapper=["/usr/bin/time", "-f", "PEAK_RSS_KB %M"])
     if proc.returncode != 0:
@@ -48,7 +50,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", default="mpirun")
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--model", required=True, nargs="+", help="LJ model files (.pt, .pt2)")
     parser.add_argument("--cells", type=int, nargs="+", default=[10, 16], help="fcc cells per edge (4 atoms each)")
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=50)
@@ -57,11 +59,14 @@ def main():
         for cells in args.cells:
             for ranks in args.ranks:
                 ref, ref_mem = measure(args, "lj/cut", cells, ranks, workdir)
-                ml, ml_mem = measure(args, "nvalchemi", cells, ranks, workdir)
-                print(json.dumps({"benchmark": "lj_overhead", "atoms": 4 * cells ** 3, "ranks": ranks,
-                                  "steps": args.steps, "lj_cut_s_per_step": ref, "nvalchemi_s_per_step": ml,
-                                  "ratio_nvalchemi_over_lj_cut": ml / ref, "lj_cut_peak_rss_mb_per_rank": ref_mem,
-                                  "nvalchemi_peak_rss_mb_per_rank": ml_mem}), flush=True)
+                for model in args.model:
+                    ml, ml_mem = measure(args, "nvalchemi", cells, ranks, workdir, model)
+                    print(json.dumps({"benchmark": "lj_overhead", "model": os.path.basename(model),
+                                      "atoms": 4 * cells ** 3, "ranks": ranks, "steps": args.steps,
+                                      "lj_cut_s_per_step": ref, "nvalchemi_s_per_step": ml,
+                                      "ratio_nvalchemi_over_lj_cut": ml / ref,
+                                      "lj_cut_peak_rss_mb_per_rank": ref_mem,
+                                      "nvalchemi_peak_rss_mb_per_rank": ml_mem}), flush=True)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,8 @@ MODEL_FORCES_OUTPUTS = {"forces": {"kind": "per_node", "reduce": "all_reduce"},
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("-o", "--output", required=True, help="path of the .pt file to write")
+    parser.add_argument("-o", "--output", required=True,
+                        help="path of the model to write: .pt (TorchScript) or .pt2 (AOTInductor)")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--sigma", type=float, default=1.0)
     parser.add_argument("--cutoff", type=float, default=2.5)

@@ -1,18 +1,36 @@
 """Write TorchScript models that pair_style nvalchemi can run.
 
 The model contract (inputs, outputs, metadata, units, signs) is doc/Howto_nvalchemi_contract.rst;
-this module is its Python side: `save_model` scripts a module and stores the metadata inside the
-archive, `save_scripted_model` does the same for a module scripted already (e3nn models go
-through e3nn.util.jit.compile), `read_metadata` reads it back.
+this module is its Python side, for both formats pair_style nvalchemi loads:
+
+* TorchScript (.pt): `save_model` scripts a module and stores the metadata inside the archive;
+  `save_scripted_model` does the same for a module scripted already (e3nn models go through
+  e3nn.util.jit.compile);
+* AOTInductor (.pt2): `save_aoti_model` (or `save_model` to a path ending in .pt2) compiles the
+  module ahead of time together with the gradient of its owned-row energy, because an exported
+  program cannot be differentiated from C++ (doc/Howto_nvalchemi_contract.rst, "AOTInductor
+  models").
+
+`read_metadata` reads the metadata of either back.
 """
 
 import json
+import os
+import sys
 from typing import Dict, Optional, Sequence
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvalchemi_ops  # noqa: E402,F401  (the exchange ops, opaque to tracing)
+
 CONTRACT_VERSION = 1
 METADATA_FILE = "nvalchemi_metadata.json"
+# the AOTInductor package's metadata entry naming the energy output (its outputs are positional)
+AOTI_ENERGY_OUTPUT = "nvalchemi_energy_output"
+# the contract's inputs, in the positional order of an AOTInductor model
+CONTRACT_INPUTS = ("positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell", "pbc",
+                   "n_owned")
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -48,20 +66,109 @@ def save_model(
     dtype: torch.dtype = torch.float64,
     spec: Optional[Dict] = None,
 ) -> Dict:
-    """Script `module` and save it with its metadata; returns the metadata.
+    """Script `module` and save it with its metadata; returns the metadata. A path ending in
+    .pt2 writes an AOTInductor package instead (`save_aoti_model`).
 
     species: atomic numbers the model handles. units: a LAMMPS unit style ("metal", "real",
     "lj", ...). spec: the model's default MLIPSpec as a dict, a preset plus overrides
     ({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}) or a full spec with a
     "version" key (doc/Howto_nvalchemi_spec.rst); {"preset": "SPEC_LJ_HALO"} if omitted.
     """
+    if path.endswith(".pt2"):
+        return save_aoti_model(module, path, cutoff=cutoff, species=species, units=units,
+                               dtype=dtype, spec=spec)
     scripted = torch.jit.script(module.to(dtype).eval())
     return save_scripted_model(scripted, path, cutoff=cutoff, species=species, units=units,
                                dtype=dtype, spec=spec)
 
 
+class _EnergyAndGradient(torch.nn.Module):
+    """The contract model as an AOTInductor program sees it: the seven inputs positionally, and
+    (atomic energies, d(sum of owned rows' energies)/d(edge_vectors)) out."""
+
+    def __init__(self, module: torch.nn.Module, energy_output: str):
+        super().__init__()
+        self.module = module
+        self.energy_output = energy_output
+
+    def forward(self, positions, atomic_numbers, neighbor_list, edge_vectors, cell, pbc, n_owned):
+        edge_vectors = edge_vectors.detach().requires_grad_(True)
+        inputs = dict(zip(CONTRACT_INPUTS, (positions, atomic_numbers, neighbor_list, edge_vectors,
+                                            cell, pbc, n_owned)))
+        energies = self.module(inputs)[self.energy_output]
+        # a mask, not energies[:n_owned]: a trace would freeze int(n_owned)
+        owned = torch.arange(energies.shape[0], device=energies.device) < n_owned
+        total = torch.where(owned, energies, torch.zeros_like(energies)).sum()
+        (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
+        if gradient is None:
+            gradient = torch.zeros_like(edge_vectors)
+        return energies.detach(), gradient
+
+
+def example_inputs(species: Sequence[int], cutoff: float, dtype: torch.dtype, rows: int = 12,
+                   edges: int = 40, owned: int = 8):
+    """A small made-up graph in the contract's positional order (only its types and ranks
+    matter to tracing; sizes are dynamic in the program)."""
+    g = torch.Generator().manual_seed(0)
+    zs = torch.tensor(list(species), dtype=torch.int64)
+    neighbor_list = torch.randint(0, rows, (edges, 2), generator=g)
+    directions = torch.nn.functional.normalize(torch.randn(edges, 3, generator=g, dtype=torch.float64), dim=1)
+    lengths = cutoff * (0.5 + 0.4 * torch.rand(edges, 1, generator=g, dtype=torch.float64))
+    return (torch.rand(rows, 3, generator=g, dtype=torch.float64).to(dtype),
+            zs[torch.randint(0, len(zs), (rows,), generator=g)],
+            neighbor_list, (directions * lengths).to(dtype),
+            (3 * cutoff * torch.eye(3, dtype=torch.float64)).view(1, 3, 3).to(dtype),
+            torch.ones(1, 3, dtype=torch.bool), torch.tensor(owned, dtype=torch.int64))
+
+
+def save_aoti_model(
+    module: torch.nn.Module,
+    path: str,
+    *,
+    cutoff: float,
+    species: Sequence[int],
+    units: str,
+    dtype: torch.dtype = torch.float64,
+    spec: Optional[Dict] = None,
+    energy_output: str = "atomic_energies",
+) -> Dict:
+    """Compile `module` with AOTInductor into the package `path` (.pt2) with its metadata;
+    returns the metadata. Arguments as for `save_model`; energy_output: the module's output of
+    per-atom energies (the only output a .pt2 model returns, with its gradient).
+
+    The program is compiled for this machine's CPU: its instruction set is recorded and
+    checked when LAMMPS loads it (ATEN_CPU_CAPABILITY=avx2 at export time targets older CPUs).
+    """
+    from torch.export import Dim
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype, spec=spec)
+    wrapper = _EnergyAndGradient(module.to(dtype).eval(), energy_output)
+    example = example_inputs(species, cutoff, dtype)
+    # autograd.grad cannot be exported directly: trace forward and backward into one graph first
+    graph = make_fx(wrapper, tracing_mode="symbolic", _allow_non_fake_inputs=True)(*example)
+    # the trace keeps plain tensor attributes (not parameters or buffers) as constants, which
+    # export refuses: make them buffers
+    for name, value in list(vars(graph).items()):
+        if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+            delattr(graph, name)
+            graph.register_buffer(name, value)
+    rows, edges = Dim("rows", min=0), Dim("edges", min=0)
+    program = torch.export.export(graph, example, strict=False,
+                                  dynamic_shapes=({0: rows}, {0: rows}, {0: edges}, {0: edges},
+                                                  None, None, None))
+    torch._inductor.aoti_compile_and_package(
+        program, package_path=path,
+        inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),
+                                                    AOTI_ENERGY_OUTPUT: energy_output}})
+    return metadata
+
+
 def read_metadata(path: str) -> Dict:
-    """The metadata stored in a saved model."""
+    """The metadata stored in a saved model (TorchScript or AOTInductor)."""
+    if path.endswith(".pt2"):
+        loaded = torch._inductor.aoti_load_package(path)
+        return json.loads(loaded.get_metadata()[METADATA_FILE])
     extra = {METADATA_FILE: ""}
     torch.jit.load(path, _extra_files=extra)
     return json.loads(extra[METADATA_FILE])

@@ -8,7 +8,8 @@ cutoff), float64, with fixed pseudo-random weights, built twice from the same we
 Both compute all geometry from edge_vectors, so `reference()` below evaluates either on a whole
 periodic cell in one process, with explicit periodic images: the plain-PyTorch oracle.
 
-    python potentials/schnet.py <output dir>     # writes schnet_layerwise.pt, schnet_deep.pt
+    python potentials/schnet.py <output dir> [.pt2]   # writes schnet_layerwise.pt, schnet_deep.pt
+                                                      # (or their AOTInductor .pt2 builds)
 """
 
 import itertools
@@ -69,14 +70,14 @@ class SchNet(torch.nn.Module):
         return {"atomic_energies": atomic_energies}
 
 
-def build(outdir: str) -> None:
+def build(outdir: str, extension: str = ".pt") -> None:
     os.makedirs(outdir, exist_ok=True)
     for name, layerwise, spec in (
-            ("schnet_layerwise.pt", True, {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS,
+            ("schnet_layerwise", True, {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS,
                                            "exchange_feature_width": FEATURES}),
-            ("schnet_deep.pt", False, {"preset": "SPEC_MPNN_HALO", "halo": "deep",
+            ("schnet_deep", False, {"preset": "SPEC_MPNN_HALO", "halo": "deep",
                                        "num_message_passing_layers": LAYERS})):
-        save_model(SchNet(layerwise), os.path.join(outdir, name), cutoff=CUTOFF, species=SPECIES,
+        save_model(SchNet(layerwise), os.path.join(outdir, name + extension), cutoff=CUTOFF, species=SPECIES,
                    units="lj", spec=spec)
 
 
@@ -120,4 +121,4 @@ def _heights(cell):
 
 
 if __name__ == "__main__":
-    build(sys.argv[1])
+    build(*sys.argv[1:3])

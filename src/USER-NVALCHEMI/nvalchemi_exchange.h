@@ -50,7 +50,7 @@ namespace NVAlchemi {
   };
 
   // Sets the exchanger the ops use while a model runs (nullptr: none, outside a model call).
-  // TorchModel::evaluate installs it for the duration of one forward and backward pass.
+  // ModelRunner::evaluate installs it for the duration of one forward and backward pass.
   void set_current_exchanger(Exchanger *exchanger);
 
   // Names of the exchange ops, as a model calls them: torch.ops.nvalchemi.<name>.

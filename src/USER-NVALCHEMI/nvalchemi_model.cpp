@@ -1,33 +1,28 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: TorchScript model runner (the only translation unit with LibTorch headers).
-   Implements the model contract of doc/Howto_nvalchemi_contract.rst.
+   USER-NVALCHEMI: the TorchScript model runner, what every runner shares, and
+   the choice of runner by file contents (with nvalchemi_aoti.cpp, the only
+   translation units with LibTorch headers besides the ops). Implements the
+   model contract of doc/Howto_nvalchemi_contract.rst.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_model.h"
+#include "nvalchemi_torch.h"
 
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_ops.h"
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/script.h>
 
 #include <chrono>
 #include <sstream>
-#include <stdexcept>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  struct TorchModel::Impl {
-    torch::jit::Module module;
-    std::string metadata;
-    torch::Dtype dtype = torch::kFloat64;
-  };
+  const char *const ContractInputs::NAMES[ContractInputs::COUNT] = {
+      "positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell", "pbc", "n_owned"};
 
   namespace {
-    // A copy of `values` as a tensor of `shape` in `dtype` (the copy keeps the model from
-    // aliasing, or writing into, the graph's buffers).
     template <typename T>
     torch::Tensor to_tensor(const std::vector<T> &values, c10::IntArrayRef shape,
                             torch::Dtype source, torch::Dtype target)
@@ -36,118 +31,144 @@ namespace NVAlchemi {
       return view.to(target, /*non_blocking=*/false, /*copy=*/true);
     }
 
-    // the exchanger the ops see, for the duration of one forward and backward pass
-    struct ExchangeScope {
-      explicit ExchangeScope(Exchanger *exchanger) { set_current_exchanger(exchanger); }
-      ~ExchangeScope() { set_current_exchanger(nullptr); }
-    };
+    torch::Tensor pbc_tensor(const Cell &cell)
+    { return torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3}); }
 
-    template <typename F> void rethrow_torch_errors(F &&body)
-    {
-      try {
-        body();
-      } catch (const c10::Error &e) {
-        throw std::runtime_error(e.what_without_backtrace());
-      }
-    }
+    std::vector<double> lattice_values(const Cell &cell)
+    { return std::vector<double>(&cell.lattice[0][0], &cell.lattice[0][0] + 9); }
   }    // namespace
 
-  TorchModel::TorchModel(const std::string &archive) : impl(new Impl)
+  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
+                                 bool differentiate)
   {
-    register_exchange_ops();
-    rethrow_torch_errors([&] {
-      std::istringstream stream(archive);
-      torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
-      impl->module = torch::jit::load(stream, torch::kCPU, extra);
-      impl->module.eval();
-      impl->metadata = extra[METADATA_FILE];
-    });
+    const int64_t nrows = graph.num_rows();
+    const int64_t nedges = graph.num_edges();
+    ContractInputs in;
+    in.tensors[0] = to_tensor(graph.positions, {nrows, 3}, torch::kFloat64, real);
+    in.tensors[1] = to_tensor(graph.atomic_numbers, {nrows}, torch::kInt64, torch::kInt64);
+    in.tensors[2] = to_tensor(graph.edges, {nedges, 2}, torch::kInt64, torch::kInt64);
+    in.tensors[3] = to_tensor(graph.edge_vectors, {nedges, 3}, torch::kFloat64, real);
+    // a model that brings its own forces may still call requires_grad_() on its inputs
+    in.tensors[3].requires_grad_(differentiate);
+    in.tensors[4] = to_tensor(lattice_values(cell), {1, 3, 3}, torch::kFloat64, real);
+    in.tensors[5] = pbc_tensor(cell);
+    in.tensors[6] = torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64);
+    return in;
   }
 
-  TorchModel::~TorchModel() = default;
+  void copy_output(const torch::Tensor &tensor, OutputTensor &out)
+  {
+    const auto t = tensor.detach().to(torch::kFloat64).contiguous();
+    out.shape.assign(t.sizes().begin(), t.sizes().end());
+    out.values.assign(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  }
 
-  const std::string &TorchModel::metadata_text() const
-  { return impl->metadata; }
+  ExchangeScope::ExchangeScope(Exchanger *exchanger)
+  { set_current_exchanger(exchanger); }
+  ExchangeScope::~ExchangeScope()
+  { set_current_exchanger(nullptr); }
 
-  void TorchModel::set_float64(bool float64)
-  { impl->dtype = float64 ? torch::kFloat64 : torch::kFloat32; }
-
-  void TorchModel::set_num_threads(int nthreads)
+  void ModelRunner::set_num_threads(int nthreads)
   { at::set_num_threads(nthreads); }
 
-  void TorchModel::evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
-                            Exchanger *exchanger, ModelOutputs &outputs)
-  {
-    ExchangeScope scope(exchanger);
+  namespace {
     using Clock = std::chrono::steady_clock;
-    const auto seconds_since = [](Clock::time_point start) {
-      return std::chrono::duration<double>(Clock::now() - start).count();
+    double seconds_since(Clock::time_point start)
+    { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+    // A TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor]; the package
+    // differentiates the energy share with LibTorch's autograd.
+    class TorchScriptRunner : public ModelRunner {
+     public:
+      explicit TorchScriptRunner(const std::string &archive)
+      {
+        rethrow_torch_errors([&] {
+          std::istringstream stream(archive);
+          torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
+          module = torch::jit::load(stream, torch::kCPU, extra);
+          module.eval();
+          metadata = extra[METADATA_FILE];
+        });
+      }
+
+      const char *format() const override { return "TorchScript"; }
+      const std::string &metadata_text() const override { return metadata; }
+      void set_float64(bool float64) override
+      { dtype = float64 ? torch::kFloat64 : torch::kFloat32; }
+      void check_share(const EnergyShare &) const override {}
+
+      void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                    Exchanger *exchanger, ModelOutputs &outputs) override
+      {
+        ExchangeScope scope(exchanger);
+        rethrow_torch_errors([&] {
+          auto start = Clock::now();
+          const int64_t nrows = graph.num_rows();
+          ContractInputs in = contract_inputs(graph, cell, dtype, share.differentiate);
+          c10::Dict<std::string, torch::Tensor> inputs;
+          for (int k = 0; k < ContractInputs::COUNT; ++k)
+            inputs.insert(ContractInputs::NAMES[k], in.tensors[k]);
+          outputs.marshal_seconds = seconds_since(start);
+
+          const c10::IValue result = module.forward({inputs});
+          if (!result.isGenericDict())
+            throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
+          const auto dict = result.toGenericDict();
+
+          if (!dict.contains(share.key))
+            throw std::runtime_error("the model's output has no '" + share.key +
+                                     "' entry, the energy its spec names");
+          auto energy = dict.at(share.key).toTensor();
+          if (share.owned_rows) {
+            if (energy.dim() == 0 || energy.size(0) != nrows)
+              throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
+                                       std::to_string(nrows) + ")");
+            energy = energy.narrow(0, 0, graph.n_owned);
+          }
+          const auto total = energy.sum() * share.weight;
+          outputs.energy_share = total.item<double>();
+
+          outputs.edge_gradients.clear();
+          if (share.differentiate) {
+            torch::Tensor gradient;
+            if (total.requires_grad())
+              gradient = torch::autograd::grad({total}, {in.edge_vectors()}, {},
+                                               /*retain_graph=*/false,
+                                               /*create_graph=*/false, /*allow_unused=*/true)[0];
+            if (!gradient.defined()) gradient = torch::zeros_like(in.edge_vectors());
+            const auto g = gradient.to(torch::kFloat64).contiguous();
+            outputs.edge_gradients.assign(g.data_ptr<double>(),
+                                          g.data_ptr<double>() + 3 * graph.num_edges());
+          }
+
+          start = Clock::now();
+          outputs.tensors.clear();
+          for (const auto &item : dict)
+            copy_output(item.value().toTensor(), outputs.tensors[item.key().toStringRef()]);
+          outputs.marshal_seconds += seconds_since(start);
+        });
+      }
+
+     private:
+      torch::jit::Module module;
+      std::string metadata;
+      torch::Dtype dtype = torch::kFloat64;
     };
-    rethrow_torch_errors([&] {
-      auto start = Clock::now();
-      const int64_t nrows = graph.num_rows();
-      const int64_t nedges = graph.num_edges();
-      const torch::Dtype real = impl->dtype;
+  }    // namespace
 
-      auto edge_vectors = to_tensor(graph.edge_vectors, {nedges, 3}, torch::kFloat64, real);
-      // a model that brings its own forces may still call requires_grad_() on its inputs
-      edge_vectors.requires_grad_(share.differentiate);
+  bool is_aoti_package(const std::string &file_bytes)
+  {
+    // a .pt2 is a zip archive whose entries (names stored uncompressed) sit under
+    // <name>/data/aotinductor/; a TorchScript archive has none there
+    return file_bytes.compare(0, 2, "PK") == 0 &&
+        file_bytes.find("/data/aotinductor/") != std::string::npos;
+  }
 
-      std::vector<double> lattice(&cell.lattice[0][0], &cell.lattice[0][0] + 9);
-      auto pbc = torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3});
-
-      c10::Dict<std::string, torch::Tensor> inputs;
-      inputs.insert("positions", to_tensor(graph.positions, {nrows, 3}, torch::kFloat64, real));
-      inputs.insert("atomic_numbers",
-                    to_tensor(graph.atomic_numbers, {nrows}, torch::kInt64, torch::kInt64));
-      inputs.insert("neighbor_list",
-                    to_tensor(graph.edges, {nedges, 2}, torch::kInt64, torch::kInt64));
-      inputs.insert("edge_vectors", edge_vectors);
-      inputs.insert("cell", to_tensor(lattice, {1, 3, 3}, torch::kFloat64, real));
-      inputs.insert("pbc", pbc);
-      inputs.insert("n_owned", torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64));
-
-      outputs.marshal_seconds = seconds_since(start);
-
-      const c10::IValue result = impl->module.forward({inputs});
-      if (!result.isGenericDict())
-        throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
-      const auto dict = result.toGenericDict();
-
-      if (!dict.contains(share.key))
-        throw std::runtime_error("the model's output has no '" + share.key +
-                                 "' entry, the energy its spec names");
-      auto energy = dict.at(share.key).toTensor();
-      if (share.owned_rows) {
-        if (energy.dim() == 0 || energy.size(0) != nrows)
-          throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
-                                   std::to_string(nrows) + ")");
-        energy = energy.narrow(0, 0, graph.n_owned);
-      }
-      const auto total = energy.sum() * share.weight;
-      outputs.energy_share = total.item<double>();
-
-      outputs.edge_gradients.clear();
-      if (share.differentiate) {
-        torch::Tensor gradient;
-        if (total.requires_grad())
-          gradient = torch::autograd::grad({total}, {edge_vectors}, {}, /*retain_graph=*/false,
-                                           /*create_graph=*/false, /*allow_unused=*/true)[0];
-        if (!gradient.defined()) gradient = torch::zeros_like(edge_vectors);
-        const auto g = gradient.to(torch::kFloat64).contiguous();
-        outputs.edge_gradients.assign(g.data_ptr<double>(), g.data_ptr<double>() + 3 * nedges);
-      }
-
-      start = Clock::now();
-      outputs.tensors.clear();
-      for (const auto &item : dict) {
-        const auto tensor = item.value().toTensor().detach().to(torch::kFloat64).contiguous();
-        OutputTensor &out = outputs.tensors[item.key().toStringRef()];
-        out.shape.assign(tensor.sizes().begin(), tensor.sizes().end());
-        out.values.assign(tensor.data_ptr<double>(), tensor.data_ptr<double>() + tensor.numel());
-      }
-      outputs.marshal_seconds += seconds_since(start);
-    });
+  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes)
+  {
+    register_exchange_ops();    // before deserializing: the model's code may call them
+    if (is_aoti_package(file_bytes)) return load_aoti_model(file_bytes);
+    return std::make_unique<TorchScriptRunner>(file_bytes);
   }
 
   struct TorchHook::Impl {
@@ -171,7 +192,6 @@ namespace NVAlchemi {
     rethrow_torch_errors([&] {
       const int64_t n = batch.n;
       const auto f64 = torch::kFloat64;
-      std::vector<double> lattice(&batch.cell.lattice[0][0], &batch.cell.lattice[0][0] + 9);
       c10::Dict<std::string, torch::Tensor> inputs;
       inputs.insert("positions", to_tensor(batch.positions, {n, 3}, f64, f64));
       inputs.insert("velocities", to_tensor(batch.velocities, {n, 3}, f64, f64));
@@ -181,11 +201,8 @@ namespace NVAlchemi {
       if (!batch.atomic_numbers.empty())
         inputs.insert("atomic_numbers",
                       to_tensor(batch.atomic_numbers, {n}, torch::kInt64, torch::kInt64));
-      inputs.insert("cell", to_tensor(lattice, {1, 3, 3}, f64, f64));
-      inputs.insert(
-          "pbc",
-          torch::tensor({batch.cell.pbc[0], batch.cell.pbc[1], batch.cell.pbc[2]}, torch::kBool)
-              .view({1, 3}));
+      inputs.insert("cell", to_tensor(lattice_values(batch.cell), {1, 3, 3}, f64, f64));
+      inputs.insert("pbc", pbc_tensor(batch.cell));
 
       const c10::IValue value = impl->module.forward({inputs});
       if (!value.isGenericDict())

@@ -1,6 +1,7 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   USER-NVALCHEMI: a TorchScript model behind a LibTorch-free interface.
-   Only nvalchemi_model.cpp includes LibTorch headers.
+   USER-NVALCHEMI: a model behind a LibTorch-free interface, whatever its
+   format (TorchScript or AOTInductor). Only the runner translation units
+   (nvalchemi_model.cpp, nvalchemi_aoti.cpp) include LibTorch headers.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_MODEL_H
@@ -40,34 +41,41 @@ namespace NVAlchemi {
     double marshal_seconds = 0.0;    // spent converting inputs to tensors and outputs back
   };
 
-  class TorchModel {
+  // A model file loaded for evaluation, one per pair style instance.
+  class ModelRunner {
    public:
-    // Deserializes a TorchScript archive held in memory (the bytes of a .pt file).
-    // Throws std::runtime_error with LibTorch's message if the archive cannot be loaded.
-    explicit TorchModel(const std::string &archive);
-    ~TorchModel();
-    TorchModel(const TorchModel &) = delete;
-    TorchModel &operator=(const TorchModel &) = delete;
+    virtual ~ModelRunner() = default;
 
-    // Text of the archive's metadata file (METADATA_FILE); empty if the archive has none.
-    const std::string &metadata_text() const;
+    // "TorchScript" or "AOTInductor"
+    virtual const char *format() const = 0;
+
+    // Text of the model's metadata (METADATA_FILE); empty if the model has none.
+    virtual const std::string &metadata_text() const = 0;
 
     // Precision the model computes in; inputs are converted to it, outputs back to double.
-    void set_float64(bool float64);
+    virtual void set_float64(bool float64) = 0;
+
+    // Throws std::invalid_argument, naming what to change, when this format cannot give the
+    // energy share the spec asks for.
+    virtual void check_share(const EnergyShare &share) const = 0;
 
     // One model call on `graph`: all outputs, and the gradient of this rank's energy share
     // with respect to the edge vectors. `exchanger` serves the model's torch.ops.nvalchemi
     // calls (nullptr: the model may not call them). Throws std::runtime_error on failure.
-    void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
-                  Exchanger *exchanger, ModelOutputs &outputs);
+    virtual void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                          Exchanger *exchanger, ModelOutputs &outputs) = 0;
 
     // Number of threads LibTorch uses in this process for intra-op parallelism.
     static void set_num_threads(int nthreads);
-
-   private:
-    struct Impl;
-    std::unique_ptr<Impl> impl;
   };
+
+  // Whether the bytes of a model file are an AOTInductor package (else TorchScript).
+  bool is_aoti_package(const std::string &file_bytes);
+
+  // The runner for the bytes of a model file (a TorchScript archive, .pt, or an AOTInductor
+  // package, .pt2), the format recognised from the contents. Throws std::runtime_error with
+  // the loader's message if the bytes cannot be loaded in that format.
+  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes);
 
   // What a hook module of fix nvalchemi/dd sees: n atoms (this rank's, or a gathered system
   // sorted by atom ID), row-major, double precision.

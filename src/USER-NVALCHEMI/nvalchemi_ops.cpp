@@ -1,7 +1,8 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI: the exchange ops torch.ops.nvalchemi.{refresh_neighbors,
-   scatter_to_owners, system_sum} and their autograd, on top of the current
-   Exchanger (LibTorch translation unit; no LAMMPS).
+   scatter_to_owners, system_sum}, their autograd and their backward ops
+   (<op>_backward), on top of the current Exchanger (LibTorch translation
+   unit; no LAMMPS). The schemas match potentials/nvalchemi_ops.py.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_ops.h"
@@ -61,16 +62,14 @@ namespace NVAlchemi {
 
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
     // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
-    struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
-      static torch::Tensor forward(AutogradContext *, torch::Tensor x)
-      {
-        return on_rows(x, OP_REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
-          ex.refresh(rows, width);
-        });
-      }
-      static variable_list backward(AutogradContext *, variable_list grad)
-      { return {on_rows(grad[0], OP_REFRESH_NEIGHBORS, owners_take_ghost_gradients)}; }
-    };
+    torch::Tensor refresh_rows(const torch::Tensor &x)
+    {
+      return on_rows(x, OP_REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
+        ex.refresh(rows, width);
+      });
+    }
+    torch::Tensor refresh_rows_adjoint(const torch::Tensor &grad)
+    { return on_rows(grad, OP_REFRESH_NEIGHBORS, owners_take_ghost_gradients); }
 
     // Every row gets the complete sum: ghost-row partials summed into their owners, then every
     // ghost row refreshed, an operation that is its own adjoint. Where the owned rows are
@@ -89,12 +88,10 @@ namespace NVAlchemi {
         scatter_then_refresh(ex, rows, width);
     }
 
-    struct ScatterToOwners : torch::autograd::Function<ScatterToOwners> {
-      static torch::Tensor forward(AutogradContext *, torch::Tensor x)
-      { return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh); }
-      static variable_list backward(AutogradContext *, variable_list grad)
-      { return {on_rows(grad[0], OP_SCATTER_TO_OWNERS, scatter_adjoint)}; }
-    };
+    torch::Tensor scatter_rows(const torch::Tensor &x)
+    { return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh); }
+    torch::Tensor scatter_rows_adjoint(const torch::Tensor &grad)
+    { return on_rows(grad, OP_SCATTER_TO_OWNERS, scatter_adjoint); }
 
     torch::Tensor sum_over_ranks(const torch::Tensor &x, const char *op)
     {
@@ -103,33 +100,64 @@ namespace NVAlchemi {
       return buffer.to(x.scalar_type());
     }
 
-    // sum over owned rows; scope OWNED also over ranks (every rank gets the total). Backward:
-    // each owned row receives the gradient of the sum, all-reduced for OWNED because every
-    // rank's share of the loss depends on the replicated total.
+    void check_system_sum(const torch::Tensor &values, int64_t scope)
+    {
+      Exchanger &ex = exchanger(OP_SYSTEM_SUM);
+      if (values.dim() < 1 || values.size(0) != ex.num_rows())
+        throw std::runtime_error("torch.ops.nvalchemi.system_sum expects one row per atom (" +
+                                 std::to_string(ex.num_rows()) + ")");
+      if (scope != SCOPE_LOCAL && scope != SCOPE_OWNED)
+        throw std::runtime_error(
+            "torch.ops.nvalchemi.system_sum: scope must be 0 (LOCAL) or 1 (OWNED)");
+    }
+
+    // sum over owned rows; scope OWNED also over ranks (every rank gets the total)
+    torch::Tensor sum_owned_rows(const torch::Tensor &values, int64_t scope)
+    {
+      check_system_sum(values, scope);
+      auto local = values.detach().narrow(0, 0, exchanger(OP_SYSTEM_SUM).num_owned()).sum(0);
+      return scope == SCOPE_OWNED ? sum_over_ranks(local, OP_SYSTEM_SUM) : local;
+    }
+
+    // each owned row of `values` receives the gradient of the sum, all-reduced for OWNED because
+    // every rank's share of the loss depends on the replicated total; ghost rows get none
+    torch::Tensor sum_owned_rows_adjoint(const torch::Tensor &grad, const torch::Tensor &values,
+                                         int64_t scope)
+    {
+      check_system_sum(values, scope);
+      const int64_t owned = exchanger(OP_SYSTEM_SUM).num_owned();
+      auto g = scope == SCOPE_OWNED ? sum_over_ranks(grad, OP_SYSTEM_SUM) : grad;
+      auto result = torch::zeros(values.sizes(), g.options());
+      result.narrow(0, 0, owned).copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, owned)));
+      return result;
+    }
+
+    // Each op's backward is the kernel of its `<op>_backward` op, which is registered too: an
+    // AOTInductor program holds the backward pass and calls those ops by name.
+    struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
+      static torch::Tensor forward(AutogradContext *, torch::Tensor x) { return refresh_rows(x); }
+      static variable_list backward(AutogradContext *, variable_list grad)
+      { return {refresh_rows_adjoint(grad[0])}; }
+    };
+
+    struct ScatterToOwners : torch::autograd::Function<ScatterToOwners> {
+      static torch::Tensor forward(AutogradContext *, torch::Tensor x) { return scatter_rows(x); }
+      static variable_list backward(AutogradContext *, variable_list grad)
+      { return {scatter_rows_adjoint(grad[0])}; }
+    };
+
     struct SystemSum : torch::autograd::Function<SystemSum> {
       static torch::Tensor forward(AutogradContext *ctx, torch::Tensor values, int64_t scope)
       {
-        Exchanger &ex = exchanger(OP_SYSTEM_SUM);
-        if (values.dim() < 1 || values.size(0) != ex.num_rows())
-          throw std::runtime_error("torch.ops.nvalchemi.system_sum expects one row per atom (" +
-                                   std::to_string(ex.num_rows()) + ")");
-        if (scope != SCOPE_LOCAL && scope != SCOPE_OWNED)
-          throw std::runtime_error(
-              "torch.ops.nvalchemi.system_sum: scope must be 0 (LOCAL) or 1 (OWNED)");
         ctx->saved_data["scope"] = scope;
-        ctx->saved_data["sizes"] = values.sizes().vec();
-        auto local = values.detach().narrow(0, 0, ex.num_owned()).sum(0);
-        return scope == SCOPE_OWNED ? sum_over_ranks(local, OP_SYSTEM_SUM) : local;
+        ctx->saved_data["values"] = values.detach();
+        return sum_owned_rows(values, scope);
       }
       static variable_list backward(AutogradContext *ctx, variable_list grad)
       {
-        Exchanger &ex = exchanger(OP_SYSTEM_SUM);
-        auto g = grad[0];
-        if (ctx->saved_data["scope"].toInt() == SCOPE_OWNED) g = sum_over_ranks(g, OP_SYSTEM_SUM);
-        auto result = torch::zeros(ctx->saved_data["sizes"].toIntVector(), g.options());
-        result.narrow(0, 0, ex.num_owned())
-            .copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, ex.num_owned())));
-        return {result, torch::Tensor()};
+        return {sum_owned_rows_adjoint(grad[0], ctx->saved_data["values"].toTensor(),
+                                       ctx->saved_data["scope"].toInt()),
+                torch::Tensor()};
       }
     };
 
@@ -153,8 +181,12 @@ namespace NVAlchemi {
       static torch::Library library(torch::Library::DEF, "nvalchemi", std::nullopt, __FILE__,
                                     __LINE__);
       library.def("refresh_neighbors(Tensor x) -> Tensor", refresh_neighbors);
+      library.def("refresh_neighbors_backward(Tensor grad) -> Tensor", refresh_rows_adjoint);
       library.def("scatter_to_owners(Tensor x) -> Tensor", scatter_to_owners);
+      library.def("scatter_to_owners_backward(Tensor grad) -> Tensor", scatter_rows_adjoint);
       library.def("system_sum(Tensor values, int scope) -> Tensor", system_sum);
+      library.def("system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
+                  sum_owned_rows_adjoint);
     });
   }
 

@@ -11,7 +11,7 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  Contribution reference_contribution(TorchModel &model, const MLIPSpec &spec,
+  Contribution reference_contribution(ModelRunner &model, const MLIPSpec &spec,
                                       const EnergyShare &decomposed_share,
                                       const std::vector<double> &positions,
                                       const std::vector<int64_t> &atomic_numbers, const Cell &cell,

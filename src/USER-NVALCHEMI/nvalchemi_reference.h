@@ -19,7 +19,7 @@ namespace NVAlchemi {
   // `model` on the atoms (positions [n][3], atomic numbers [n], 0 for atoms it does not handle)
   // in `cell`, with `spec` and `share` as the decomposed run resolved them. Forces in input
   // order. Throws std::runtime_error (the model's message) or OutputError.
-  Contribution reference_contribution(TorchModel &model, const MLIPSpec &spec,
+  Contribution reference_contribution(ModelRunner &model, const MLIPSpec &spec,
                                       const EnergyShare &share,
                                       const std::vector<double> &positions,
                                       const std::vector<int64_t> &atomic_numbers, const Cell &cell,

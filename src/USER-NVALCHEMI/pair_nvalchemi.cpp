@@ -71,7 +71,7 @@ struct PairNVAlchemi::AtomCommunication : public NVAlchemi::AtomComm {
 
 struct PairNVAlchemi::State {
   std::string model_file;
-  std::unique_ptr<NVAlchemi::TorchModel> model;
+  std::unique_ptr<NVAlchemi::ModelRunner> model;
   NVAlchemi::ModelMetadata metadata;
   NVAlchemi::MLIPSpec overrides;    // from pair_style keywords
   NVAlchemi::MLIPSpec spec;         // effective: model | keyword preset | keywords, resolved
@@ -222,10 +222,11 @@ void PairNVAlchemi::load_model(const char *file)
 
   State &s = *state;
   s.model_file = file;
+  const char *format = NVAlchemi::is_aoti_package(archive) ? "an AOTInductor" : "a TorchScript";
   try {
-    s.model = std::make_unique<NVAlchemi::TorchModel>(archive);
+    s.model = NVAlchemi::load_model(archive);
   } catch (std::exception &e) {
-    error->all(FLERR, 1, "Cannot load {} as a TorchScript model: {}", file, e.what());
+    error->all(FLERR, 1, "Cannot load {} as {} model: {}", file, format, e.what());
   }
 
   const std::string &text = s.model->metadata_text();
@@ -264,6 +265,7 @@ void PairNVAlchemi::load_model(const char *file)
                s.halo_origin);
   try {
     s.share = NVAlchemi::energy_share(spec, comm->nprocs);
+    s.model->check_share(s.share);
   } catch (std::invalid_argument &e) {
     error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
   }
@@ -284,11 +286,12 @@ void PairNVAlchemi::load_model(const char *file)
     std::string species;
     for (int z : meta.species) species += " " + NVAlchemi::element_symbol(z);
     utils::logmesg(lmp,
-                   "pair_style nvalchemi ({}): model {}, contract v{}, units {}, {}, cutoff {}, "
-                   "species:{}\neffective spec:\n{}\n  (read and kept, not acted on by this "
+                   "pair_style nvalchemi ({}): model {} ({}), contract v{}, units {}, {}, cutoff "
+                   "{}, species:{}\neffective spec:\n{}\n  (read and kept, not acted on by this "
                    "version: {})\n",
-                   BUILD_ROUTE, file, meta.contract_version, meta.units, meta.dtype, meta.cutoff,
-                   species, spec.acting().to_json(2), spec.inactive_fields());
+                   BUILD_ROUTE, file, s.model->format(), meta.contract_version, meta.units,
+                   meta.dtype, meta.cutoff, species, spec.acting().to_json(2),
+                   spec.inactive_fields());
   }
 }
 
@@ -365,7 +368,7 @@ void PairNVAlchemi::init_style()
     if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
     saved_cutghostuser = -1.0;
   }
-  NVAlchemi::TorchModel::set_num_threads(comm->nthreads);
+  NVAlchemi::ModelRunner::set_num_threads(comm->nthreads);
 }
 
 /* ---------------------------------------------------------------------- */

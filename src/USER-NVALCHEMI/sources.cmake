@@ -19,5 +19,6 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_row_exchange.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
 set(NVALCHEMI_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_aoti.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_ops.cpp)

@@ -1,5 +1,5 @@
-// Unit tests: the TorchScript runner on the Lennard-Jones reference model, against the analytic
-// energy and edge gradients.
+// Unit tests: the TorchScript and AOTInductor runners on the Lennard-Jones reference model,
+// against the analytic energy and edge gradients and against each other.
 
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
@@ -49,9 +49,10 @@ const Cell CUBE = {{{10, 0, 0}, {0, 10, 0}, {0, 0, 10}}, {true, true, true}};
 const EnergyShare NODE_ENERGIES{"atomic_energies", true, 1.0, true};
 }    // namespace
 
-TEST(TorchModel, LoadsMetadataFromTheArchive)
+TEST(TorchScriptRunner, LoadsMetadataFromTheArchive)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   const ModelMetadata meta = parse_metadata(model.metadata_text());
   EXPECT_EQ(meta.units, "lj");
   EXPECT_DOUBLE_EQ(meta.cutoff, 2.5);
@@ -59,12 +60,13 @@ TEST(TorchModel, LoadsMetadataFromTheArchive)
   EXPECT_EQ(meta.spec, preset("SPEC_LJ_HALO"));
 }
 
-TEST(TorchModel, RejectsBytesThatAreNotAnArchive)
-{ EXPECT_THROW(TorchModel("not a model"), std::runtime_error); }
+TEST(TorchScriptRunner, RejectsBytesThatAreNotAnArchive)
+{ EXPECT_THROW(load_model("not a model"), std::runtime_error); }
 
-TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
+TEST(TorchScriptRunner, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   const Graph g = three_atoms();
   ModelOutputs out;
   model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, out);
@@ -89,9 +91,10 @@ TEST(TorchModel, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
               1e-12 * std::fabs(expected_energy[0]));
 }
 
-TEST(TorchModel, ReplicatedEnergyShareIsWeighted)
+TEST(TorchScriptRunner, ReplicatedEnergyShareIsWeighted)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   const Graph g = three_atoms();
   ModelOutputs full, quarter;
   model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, full);
@@ -107,18 +110,20 @@ TEST(TorchModel, ReplicatedEnergyShareIsWeighted)
   EXPECT_EQ(none.energy_share, full.energy_share);
 }
 
-TEST(TorchModel, MissingEnergyOutputIsAnError)
+TEST(TorchScriptRunner, MissingEnergyOutputIsAnError)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   ModelOutputs out;
   EXPECT_THROW(
       model.evaluate(three_atoms(), CUBE, EnergyShare{"energy", false, 1.0, true}, nullptr, out),
       std::runtime_error);
 }
 
-TEST(TorchModel, Float32ModeAgreesToSinglePrecision)
+TEST(TorchScriptRunner, Float32ModeAgreesToSinglePrecision)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   const Graph g = three_atoms();
   ModelOutputs exact, single;
   model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, exact);
@@ -129,9 +134,10 @@ TEST(TorchModel, Float32ModeAgreesToSinglePrecision)
                 1e-5 * std::fabs(exact.edge_gradients[i]) + 1e-6);
 }
 
-TEST(TorchModel, EmptyGraphGivesEmptyOutputs)
+TEST(TorchScriptRunner, EmptyGraphGivesEmptyOutputs)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   Graph g;
   ModelOutputs out;
   model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, out);
@@ -140,9 +146,52 @@ TEST(TorchModel, EmptyGraphGivesEmptyOutputs)
   EXPECT_EQ(out.energy_share, 0.0);
 }
 
+TEST(AotiRunner, RecognisedByItsContentsWithTheSameMetadata)
+{
+  const std::string bytes = read_file(NVALCHEMI_LJ_AOTI_MODEL);
+  EXPECT_TRUE(is_aoti_package(bytes));
+  EXPECT_FALSE(is_aoti_package(read_file(NVALCHEMI_LJ_MODEL)));
+  auto aoti = load_model(bytes);
+  auto script = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  EXPECT_STREQ(aoti->format(), "AOTInductor");
+  EXPECT_STREQ(script->format(), "TorchScript");
+  EXPECT_EQ(parse_metadata(aoti->metadata_text()).spec,
+            parse_metadata(script->metadata_text()).spec);
+}
+
+TEST(AotiRunner, SameEnergiesAndEdgeGradientsAsTorchScript)
+{
+  auto aoti = load_model(read_file(NVALCHEMI_LJ_AOTI_MODEL));
+  auto script = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelOutputs a, b;
+  for (const Graph &g : {three_atoms(), Graph()}) {    // the empty graph of a rank with no atoms
+    aoti->evaluate(g, CUBE, NODE_ENERGIES, nullptr, a);
+    script->evaluate(g, CUBE, NODE_ENERGIES, nullptr, b);
+    ASSERT_EQ(a.edge_gradients.size(), b.edge_gradients.size());
+    for (size_t i = 0; i < a.edge_gradients.size(); ++i)
+      EXPECT_NEAR(a.edge_gradients[i], b.edge_gradients[i], 1e-14);
+    const auto &ea = a.tensors.at("atomic_energies"), &eb = b.tensors.at("atomic_energies");
+    EXPECT_EQ(ea.shape, eb.shape);
+    for (size_t i = 0; i < ea.values.size(); ++i) EXPECT_NEAR(ea.values[i], eb.values[i], 1e-14);
+    EXPECT_NEAR(a.energy_share, b.energy_share, 1e-14);
+  }
+}
+
+TEST(AotiRunner, RefusesEnergySharesItCannotGive)
+{
+  auto aoti = load_model(read_file(NVALCHEMI_LJ_AOTI_MODEL));
+  EXPECT_NO_THROW(aoti->check_share(NODE_ENERGIES));
+  EXPECT_THROW(aoti->check_share(EnergyShare{"atomic_energies", false, 0.25, true}),
+               std::invalid_argument);
+  EXPECT_THROW(aoti->check_share(EnergyShare{"atomic_energies", true, 1.0, false}),
+               std::invalid_argument);
+  EXPECT_THROW(aoti->check_share(EnergyShare{"energies", true, 1.0, true}), std::invalid_argument);
+}
+
 TEST(Reference, WholeSystemInOneProcessMatchesAnalyticLennardJones)
 {
-  TorchModel model(read_file(NVALCHEMI_LJ_MODEL));
+  auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
+  ModelRunner &model = *runner;
   const MLIPSpec spec = parse_metadata(model.metadata_text()).spec.resolved();
   // two atoms 1.2 apart across the periodic boundary of a 10-wide cube: one image pair
   const std::vector<double> x = {0.4, 5.0, 5.0, 9.2, 5.0, 5.0};

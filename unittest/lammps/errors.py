@@ -182,6 +182,52 @@ def make_models(workdir):
     return models
 
 
+def retarget_aoti_package(source, path, **changes):
+    """A copy of the AOTInductor package `source` whose recorded target (AOTI_MACHINE,
+    AOTI_CPU_ISA, ...) says otherwise."""
+    import zipfile
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(path, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename.endswith("_metadata.json"):
+                data = json.dumps(dict(json.loads(data), **changes)).encode()
+            dst.writestr(item, data)
+    return path
+
+
+def missing_cpu_isa():
+    """An instruction set AOTInductor names that this CPU lacks, or None."""
+    caps = torch._C._cpu._get_cpu_capability()
+    for isa, flag in (("AMX_TILE", "amx_tile"), ("AVX512_BF16", "avx512_bf16"), ("AVX512", "avx512_f"),
+                      ("AVX2", "avx2")):
+        if not caps.get(flag, False):
+            return isa
+    return None
+
+
+def aoti_cases(aoti_model, workdir):
+    ok = {"units": "lj", "newton": "", "model": aoti_model, "keywords": "", "elements": "Ar Ar", "after": ""}
+    other_machine = retarget_aoti_package(aoti_model, os.path.join(workdir, "other_machine.pt2"),
+                                          AOTI_MACHINE="riscv64")
+    found = [
+        ("AOTInductor model with a replicated energy", dict(ok, keywords=" forces global_energy"),
+         r"Model .*lj_ar\.pt2 with the pair_style keywords given: an AOTInductor model returns per-atom "
+         r"energies and their gradient only"),
+        ("AOTInductor package compiled for another machine", dict(ok, model=other_machine),
+         r"Cannot load .*other_machine\.pt2 as an AOTInductor model: the package was compiled for riscv64 "
+         r"and this is"),
+    ]
+    isa = missing_cpu_isa()
+    if isa is None:
+        print("note: this CPU has every instruction set the ISA check knows; that case is not run")
+    else:
+        other_cpu = retarget_aoti_package(aoti_model, os.path.join(workdir, "other_cpu.pt2"), AOTI_CPU_ISA=isa)
+        found.append(("AOTInductor package compiled for another CPU", dict(ok, model=other_cpu),
+                      rf"the package was compiled for the CPU instruction set '{isa}' and this CPU lacks {isa}: "
+                      r"export it again on this machine"))
+    return found
+
+
 def cases(lj_model, models):
     ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar", "after": ""}
     return [
@@ -337,12 +383,13 @@ def main():
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--aoti-model", required=True, help="the LJ model as an AOTInductor package")
     args = parser.parse_args()
 
     failures = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
         models = make_models(workdir)
-        all_cases = cases(args.model, models)
+        all_cases = cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
         for n, (name, fields, expected) in enumerate(all_cases):
             failures += run_case(args, workdir, n, name, BASE.format(**fields), expected)
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout

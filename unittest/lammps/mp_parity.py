@@ -137,6 +137,9 @@ def main():
     parser.add_argument("--trajectory-tol", type=float, default=1e-8)
     parser.add_argument("--keep", default="", help="work in this (new) directory and keep it")
     parser.add_argument("--model", default="", help="run this model instead of the SchNet build of --mode")
+    parser.add_argument("--oracle-model", default="",
+                        help="the TorchScript model the oracle evaluates (default: the model run); "
+                             "for an AOTInductor .pt2, its TorchScript twin with the same weights")
     parser.add_argument("--fd", type=int, default=0,
                         help="also compare this many force components with finite differences")
     parser.add_argument("--no-virial-oracle", action="store_true",
@@ -161,13 +164,14 @@ def main():
         single_snaps, _ = lammps_run(args, workdir, "np1", 1, (1, 1, 1), False, data, [0], False)
         tested_snaps, log = lammps_run(args, workdir, label, args.np, args.grid, args.tiled, data, [0], False)
         single, tested = unpack(single_snaps[0]), unpack(tested_snaps[0])
-        reference = oracle(model_file(args), single)
+        oracle_model = args.oracle_model or model_file(args)
+        reference = oracle(oracle_model, single)
         for key in ("energy", "forces", "virial", "atomic_energies"):
             if key != "virial" or not args.no_virial_oracle:
                 check(f"{key} vs plain-PyTorch oracle", relative_difference(tested[key], reference[key]), args.tol)
             check(f"{key} vs nvalchemi np1", relative_difference(tested[key], single[key]), args.tol)
         if args.fd:
-            picks, fd = finite_difference_forces(model_file(args), single, args.fd)
+            picks, fd = finite_difference_forces(oracle_model, single, args.fd)
             lammps = np.array([tested["forces"][atom, dim] for atom, dim in picks])
             check(f"{args.fd} forces on {args.np} ranks vs finite differences", relative_difference(lammps, fd), 1e-7, parity=False)
         if args.mode == "deep" and "halo mode deep raises the ghost cutoff" not in log:

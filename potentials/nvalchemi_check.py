@@ -1,0 +1,348 @@
+"""Check a model file before a LAMMPS run: its metadata, its contract, its forces, and whether it
+gives the same answer split into owned and ghost rows as a rank of a decomposed run sees it.
+
+    nvalchemi-check model.pt [--halo local|layerwise|deep] [--atoms N] [--seed S]
+    python potentials/nvalchemi_check.py model.pt2
+
+Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor (.pt2) files:
+
+  metadata    the keys and values pair_style nvalchemi requires (doc/Howto_nvalchemi_contract.rst)
+  contract    the model takes the contract's inputs and returns one per-atom energy per row
+  forces      on a small random periodic cell of the model's species (the whole cell in one
+              process, every periodic image an edge): forces from the edge gradients equal
+              central finite differences of the energy
+  split       the same cell as one rank sees it: the atoms owned, periodic images within the
+              halo as ghost rows (one cutoff; layers x cutoff in halo mode deep), edges only
+              into owned rows except in mode deep, and the exchange ops acting on ghost rows
+              (nvalchemi_ops.owners): energy and forces equal the whole-cell evaluation
+
+and prints a verdict; the exit status is 0 only if every check passed. A model that sums
+energies over ghost rows, or needs an exchange it does not make (a model built for halo mode
+deep checked as layerwise), fails `split`. Models whose forces are not the gradient of owned
+node energies (force strategy model or global_energy) get the first two checks only.
+"""
+
+import argparse
+import itertools
+import json
+import math
+import os
+import sys
+from typing import Dict, List, Tuple
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvalchemi_ops  # noqa: E402
+from nvalchemi_export import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE  # noqa: E402
+
+UNITS = ("lj", "real", "metal", "si", "cgs", "electron", "micro", "nano")
+# each preset's halo mode (doc/Howto_nvalchemi_spec.rst, "Presets")
+# presets whose forces are not the gradient of owned node energies
+PRESETS_WITHOUT_NODE_ENERGY_FORCES = ("SPEC_UMA_HALO", "SPEC_EWALD_HALO", "SPEC_PME_HALO")
+PRESET_HALO = {"SPEC_LJ_HALO": "local", "SPEC_MPNN_HALO": "layerwise", "SPEC_UMA_HALO": "layerwise",
+               "SPEC_EWALD_HALO": "local", "SPEC_PME_HALO": "local", "SPEC_DFTD3_HALO": "layerwise",
+               "SPEC_MPNN_GP": "gp"}
+
+
+class LoadedModel:
+    """A model file as (atomic energies, d(owned energy)/d(edge_vectors)) of contract inputs."""
+
+    def __init__(self, path: str):
+        self.path = path
+        if path.endswith(".pt2"):
+            self.format = "AOTInductor"
+            self.program = torch._inductor.aoti_load_package(path)
+            meta = self.program.get_metadata()
+            self.metadata_text = meta.get(METADATA_FILE, "")
+            self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, "atomic_energies")
+        else:
+            self.format = "TorchScript"
+            extra = {METADATA_FILE: ""}
+            self.module = torch.jit.load(path, _extra_files=extra)
+            self.metadata_text = extra[METADATA_FILE]
+            self.energy_key = "atomic_energies"
+
+    def in_float64(self) -> "LoadedModel":
+        """A float64 copy of a TorchScript model (an AOTInductor program keeps its dtype)."""
+        if self.format == "AOTInductor":
+            raise ValueError("an AOTInductor program computes in the dtype it was compiled for")
+        import copy
+        twin = copy.copy(self)
+        twin.module = copy.deepcopy(self.module).to(torch.float64)
+        return twin
+
+    def __call__(self, inputs: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.format == "AOTInductor":
+            energies, gradient = self.program(*[inputs[name] for name in CONTRACT_INPUTS])
+            return energies, gradient
+        edge_vectors = inputs["edge_vectors"].detach().requires_grad_(True)
+        outputs = self.module(dict(inputs, edge_vectors=edge_vectors))
+        if self.energy_key not in outputs:
+            raise ValueError(f"the model returned no '{self.energy_key}' (it returned: {', '.join(outputs)})")
+        energies = outputs[self.energy_key]
+        total = energies[: int(inputs["n_owned"])].sum()
+        (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
+        return energies.detach(), torch.zeros_like(edge_vectors) if gradient is None else gradient
+
+
+def check_metadata(text: str) -> Dict:
+    """The metadata as a dict; raises ValueError naming what is wrong."""
+    if not text:
+        raise ValueError(f"no metadata ({METADATA_FILE}): write the model with nvalchemi_export.save_model")
+    meta = json.loads(text)
+    for key in ("contract_version", "cutoff", "species", "units", "dtype", "spec"):
+        if key not in meta:
+            raise ValueError(f"missing key '{key}'")
+    if meta["contract_version"] != CONTRACT_VERSION:
+        raise ValueError(f"contract_version {meta['contract_version']}, this tool checks version {CONTRACT_VERSION}")
+    if not meta["cutoff"] > 0:
+        raise ValueError(f"cutoff must be positive, got {meta['cutoff']}")
+    if not meta["species"] or any(not 1 <= int(z) <= 118 for z in meta["species"]):
+        raise ValueError(f"species must be atomic numbers 1..118, got {meta['species']}")
+    if meta["units"] not in UNITS:
+        raise ValueError(f"units '{meta['units']}' is not a LAMMPS unit style ({', '.join(UNITS)})")
+    if meta["dtype"] not in ("float64", "float32"):
+        raise ValueError(f"dtype must be float64 or float32, got '{meta['dtype']}'")
+    return meta
+
+
+def halo_and_layers(spec: Dict, override: str) -> Tuple[str, int]:
+    layers = int(spec.get("num_message_passing_layers", 2 if spec.get("preset") == "SPEC_DFTD3_HALO" else 1))
+    if override:
+        return override, layers
+    if "halo" in spec:
+        return spec["halo"], layers
+    if spec.get("preset") in PRESET_HALO:
+        return PRESET_HALO[spec["preset"]], layers
+    raise ValueError("cannot tell the model's halo mode from its spec: give --halo")
+
+
+def forces_from_node_energies(spec: Dict) -> bool:
+    """Whether the spec's forces are the gradient of owned node energies (what this tool checks)."""
+    strategy = spec.get("compile", {}).get("force_strategy")
+    if strategy is not None:
+        return strategy in ("node_energy", "framework_from_node_energy")
+    return spec.get("preset") not in PRESETS_WITHOUT_NODE_ENERGY_FORCES
+
+
+def random_cell(species: List[int], cutoff: float, atoms: int, seed: int, dtype: torch.dtype):
+    """`atoms` atoms of the model's species in a triclinic periodic cell at a density that gives
+    each about a dozen neighbours, no two closer than a third of the cutoff."""
+    g = torch.Generator().manual_seed(seed)
+    density = 12.0 / (4.0 / 3.0 * math.pi * cutoff ** 3)
+    length = (atoms / density) ** (1.0 / 3.0)
+    cell = torch.tensor([[length, 0.0, 0.0], [0.1 * length, length, 0.0], [-0.1 * length, 0.05 * length, length]],
+                        dtype=torch.float64)
+    positions: List[torch.Tensor] = []
+    while len(positions) < atoms:
+        candidate = torch.rand(3, generator=g, dtype=torch.float64) @ cell
+        if all(_distance(candidate, p, cell) > cutoff / 3 for p in positions):
+            positions.append(candidate)
+    numbers = torch.tensor(species, dtype=torch.int64)[torch.randint(0, len(species), (atoms,), generator=g)]
+    return torch.stack(positions), numbers, cell
+
+
+def _distance(a, b, cell):
+    frac = torch.linalg.solve(cell.T, a - b)
+    frac = frac - torch.round(frac)
+    return float((frac @ cell).norm())
+
+
+def _images(cell: torch.Tensor, reach: float):
+    volume = torch.linalg.det(cell).abs()
+    a, b, c = cell
+    heights = [volume / torch.linalg.cross(b, c).norm(), volume / torch.linalg.cross(c, a).norm(),
+               volume / torch.linalg.cross(a, b).norm()]
+    counts = [int(math.ceil(reach / float(h))) for h in heights]
+    return [torch.tensor(i, dtype=torch.float64) @ cell for i in itertools.product(*(range(-k, k + 1) for k in counts))]
+
+
+def whole_cell_graph(positions, cell, cutoff):
+    """Every atom an owned row and no ghost rows; an edge to every periodic image within the
+    cutoff: (senders, receivers, shifts), edge vector = x[receiver] - x[sender] - shift."""
+    senders, receivers, shifts = [], [], []
+    for shift in _images(cell, cutoff):
+        d = (positions.unsqueeze(1) - (positions + shift).unsqueeze(0)).norm(dim=-1)  # [receiver, sender]
+        if float(shift.norm()) == 0.0:
+            d.fill_diagonal_(float("inf"))
+        recv, send = (d < cutoff).nonzero(as_tuple=True)
+        receivers.append(recv)
+        senders.append(send)
+        shifts.append(shift.expand(recv.shape[0], 3))
+    return torch.cat(senders), torch.cat(receivers), torch.cat(shifts)
+
+
+def rank_graph(positions, cell, cutoff, halo: str, layers: int):
+    """The cell as one rank of a decomposed run sees it: the atoms as owned rows, then every
+    periodic image within the halo of an owned atom as a ghost row; edges within the cutoff
+    into owned rows (into every row in halo mode deep). Returns (rows, row_atom, senders,
+    receivers)."""
+    n = positions.shape[0]
+    shell = cutoff * (layers if halo == "deep" else 1)
+    ghosts, ghost_atom = [], []
+    for shift in _images(cell, shell):
+        if float(shift.norm()) == 0.0:
+            continue
+        image = positions + shift
+        near = ((image.unsqueeze(1) - positions.unsqueeze(0)).norm(dim=-1) < shell).any(dim=1)
+        ghosts.append(image[near])
+        ghost_atom.append(torch.arange(n)[near])
+    rows = torch.cat([positions] + ghosts)
+    row_atom = torch.cat([torch.arange(n)] + ghost_atom)
+    d = (rows.unsqueeze(1) - rows.unsqueeze(0)).norm(dim=-1)  # [receiver, sender]
+    d.fill_diagonal_(float("inf"))
+    if halo != "deep":
+        d[n:] = float("inf")  # only owned receivers
+    recv, send = (d < cutoff).nonzero(as_tuple=True)
+    return rows, row_atom, send, recv
+
+
+def evaluate(model, rows, row_atom, senders, receivers, edge_vectors, numbers, cell, n_owned, dtype,
+             deep=None):
+    """Energy of the owned rows and the forces on the atoms (from the edge gradients). deep:
+    None for one process owning every row, else the exchange ops act as on one rank (True:
+    halo mode deep)."""
+    inputs = {"positions": rows.to(dtype), "atomic_numbers": numbers[row_atom],
+              "neighbor_list": torch.stack([senders, receivers], dim=1), "edge_vectors": edge_vectors.to(dtype),
+              "cell": cell.view(1, 3, 3).to(dtype), "pbc": torch.ones(1, 3, dtype=torch.bool),
+              "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
+    if deep is None:
+        energies, gradient = model(inputs)
+    else:
+        with nvalchemi_ops.owners(row_atom, n_owned, owned_rows_complete=deep):
+            energies, gradient = model(inputs)
+    if energies.dim() != 1 or energies.shape[0] != rows.shape[0]:
+        raise ValueError(f"'{model.energy_key}' has shape {list(energies.shape)}, expected [{rows.shape[0]}] "
+                         "(one energy per row)")
+    gradient = gradient.to(torch.float64)
+    forces = torch.zeros(numbers.shape[0], 3, dtype=torch.float64)
+    forces.index_add_(0, row_atom[receivers], -gradient).index_add_(0, row_atom[senders], gradient)
+    return float(energies[:n_owned].to(torch.float64).sum()), forces
+
+
+def relative(a, b):
+    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    scale = float(b.abs().max())
+    diff = float((a - b).abs().max())
+    return diff / scale if scale > 0 else diff
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="nvalchemi-check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="a model file (.pt or .pt2)")
+    parser.add_argument("--halo", choices=("local", "layerwise", "deep"), default="",
+                        help="the halo mode to check (default: the spec's)")
+    parser.add_argument("--atoms", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fd", type=int, default=6, help="force components checked by finite differences")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    passed = []
+
+    skipped = []
+
+    def report(name, ok, detail):
+        passed.append(ok)
+        print(f"{'PASS' if ok else 'FAIL'}  {name:9s} {detail}")
+
+    def skip(name, why):
+        skipped.append(name)
+        print(f"SKIP  {name:9s} {why}")
+
+    def verdict():
+        good = all(passed)
+        if not good:
+            print(f"verdict: {args.model} is NOT ready for pair_style nvalchemi (see FAIL above)")
+        elif skipped:
+            print(f"verdict: {args.model} passed what was checked; not checked: {', '.join(skipped)}")
+        else:
+            print(f"verdict: {args.model} is ready for pair_style nvalchemi")
+        return 0 if good else 1
+
+    try:
+        model = LoadedModel(args.model)
+    except Exception as exc:  # noqa: BLE001  (any loader failure is the verdict)
+        report("load", False, f"neither a TorchScript archive nor an AOTInductor package: {exc}")
+        return verdict()
+    print(f"nvalchemi-check: {args.model} ({model.format})")
+    try:
+        meta = check_metadata(model.metadata_text)
+        halo, layers = halo_and_layers(meta["spec"], args.halo)
+        if halo == "gp":
+            raise ValueError("halo mode gp is not run by this version of pair_style nvalchemi")
+        report("metadata", True, f"cutoff {meta['cutoff']}, species {meta['species']}, units {meta['units']}, "
+                                 f"{meta['dtype']}, halo {halo}, {layers} layer(s)")
+    except (ValueError, KeyError, json.JSONDecodeError) as exc:
+        report("metadata", False, str(exc))
+        return verdict()
+
+    dtype = torch.float64 if meta["dtype"] == "float64" else torch.float32
+    # what each check allows: rounding in float64, single precision in float32
+    tol = 1e-10 if dtype == torch.float64 else 1e-4
+    cutoff = float(meta["cutoff"])
+    positions, numbers, cell = random_cell(meta["species"], cutoff, args.atoms, args.seed, dtype)
+    senders, receivers, shifts = whole_cell_graph(positions, cell, cutoff)
+    atoms = torch.arange(args.atoms)
+
+    def whole_cell(x, of=None, in_dtype=dtype):
+        return evaluate(of or model, x, atoms, senders, receivers, x[receivers] - x[senders] - shifts, numbers,
+                        cell, args.atoms, in_dtype)
+
+    try:
+        energy, forces = whole_cell(positions)
+        report("contract", True, f"{args.atoms} atoms, {senders.shape[0]} edges: energy {energy:.10g}")
+    except Exception as exc:  # noqa: BLE001
+        report("contract", False, f"evaluating the model on {args.atoms} atoms failed: {exc}")
+        return verdict()
+
+    if not forces_from_node_energies(meta["spec"]):
+        why = ("the spec's forces are not the gradient of owned node energies (the model brings its "
+               "own, or a replicated energy): this tool checks node-energy models only")
+        skip("forces", why)
+        skip("split", why)
+        return verdict()
+    if dtype == torch.float32 and model.format == "AOTInductor":
+        skip("forces", "central differences of a float32 energy are rounding, and a float32 AOTInductor "
+                       "program has no float64 twin: check the float64 export")
+    else:
+        # differences of a float32 energy are rounding: difference a float64 copy of the model
+        fd_model, fd_tol = (model, 1e-6) if dtype == torch.float64 else (model.in_float64(), 1e-4)
+        g = torch.Generator().manual_seed(args.seed)
+        # the edges stay fixed, so the energy is smooth in the positions: a small step is safe
+        h = 1e-5 * cutoff
+        picks = [(int(torch.randint(args.atoms, (1,), generator=g)), int(torch.randint(3, (1,), generator=g)))
+                 for _ in range(args.fd)]
+        fd = []
+        for atom, dim in picks:
+            plus, minus = positions.clone(), positions.clone()
+            plus[atom, dim] += h
+            minus[atom, dim] -= h
+            fd.append(-(whole_cell(plus, fd_model, torch.float64)[0] -
+                        whole_cell(minus, fd_model, torch.float64)[0]) / (2 * h))
+        analytic = torch.tensor([float(forces[atom, dim]) for atom, dim in picks], dtype=torch.float64)
+        error = relative(analytic, torch.tensor(fd, dtype=torch.float64)) if picks else 0.0
+        report("forces", error <= fd_tol, f"{len(picks)} components vs central differences: {error:.2e} "
+                                          f"relative (allowed {fd_tol:.0e})")
+
+    try:
+        rows, row_atom, rank_senders, rank_receivers = rank_graph(positions, cell, cutoff, halo, layers)
+        split_energy, split_forces = evaluate(model, rows, row_atom, rank_senders, rank_receivers,
+                                              rows[rank_receivers] - rows[rank_senders], numbers, cell,
+                                              args.atoms, dtype, deep=halo == "deep")
+        e_err, f_err = relative(split_energy, energy), relative(split_forces, forces)
+        ok = max(e_err, f_err) <= tol
+        hint = "" if ok else (" (a model must compute geometry from edge_vectors, sum only owned rows' "
+                              "energies and, with more than one layer in halo mode layerwise, refresh "
+                              "ghost rows between layers)")
+        report("split", ok, f"{args.atoms} owned + {rows.shape[0] - args.atoms} ghost rows, halo {halo}: "
+                            f"energy {e_err:.2e}, forces {f_err:.2e} relative to the whole cell "
+                            f"(allowed {tol:.0e}){hint}")
+    except Exception as exc:  # noqa: BLE001
+        report("split", False, f"evaluating the model as one rank failed: {exc}")
+    return verdict()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: the AOTInductor model runner (.pt2 packages written by
+   potentials/nvalchemi_export.save_aoti_model). The compiled program takes the
+   contract's seven inputs positionally and returns (atomic energies, the
+   gradient of the owned rows' energy sum with respect to edge_vectors): an
+   exported program cannot be differentiated from C++, so it holds its backward
+   pass, exchange ops included (they run through the dispatcher by name).
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_torch.h"
+
+#include "nvalchemi_metadata.h"
+
+#include <ATen/cpu/Utils.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  namespace {
+    // the package's metadata entry naming the energy output (nvalchemi_export.AOTI_ENERGY_OUTPUT)
+    constexpr const char *ENERGY_OUTPUT = "nvalchemi_energy_output";
+
+    // The package's bytes in a file of its own for the loader, removed when done with.
+    class TemporaryPackage {
+     public:
+      explicit TemporaryPackage(const std::string &bytes)
+      {
+        const char *dir = std::getenv("TMPDIR");
+        path = std::string(dir && *dir ? dir : "/tmp") + "/nvalchemi-XXXXXX.pt2";
+        const int fd = mkstemps(&path[0], 4);
+        if (fd < 0)
+          throw std::runtime_error("cannot create a temporary file " + path +
+                                   " to unpack the AOTInductor package (set TMPDIR to a "
+                                   "writable directory)");
+        close(fd);
+        std::ofstream out(path, std::ios::binary);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        if (!out) throw std::runtime_error("cannot write the AOTInductor package to " + path);
+      }
+      ~TemporaryPackage() { std::remove(path.c_str()); }
+      std::string path;
+    };
+
+    // The instruction sets AOTInductor names in AOTI_CPU_ISA, each with the cpuinfo flags
+    // its code needs; a word not listed is not checked.
+    bool cpu_has(const std::unordered_map<std::string, c10::IValue> &caps, const std::string &isa)
+    {
+      static const std::map<std::string, std::vector<std::string>> needs = {
+          {"AVX2", {"avx2", "fma3"}},
+          {"AVX512", {"avx512_f", "avx512_bw", "avx512_vl", "avx512_dq"}},
+          {"AVX512_VNNI", {"avx512_vnni"}},
+          {"AVX512_BF16", {"avx512_bf16"}},
+          {"AMX_TILE", {"amx_tile"}}};
+      const auto found = needs.find(isa);
+      if (found == needs.end()) return true;
+      for (const auto &flag : found->second) {
+        const auto cap = caps.find(flag);
+        if (cap == caps.end() || !cap->second.isBool() || !cap->second.toBool()) return false;
+      }
+      return true;
+    }
+
+    // The package must have been compiled for a machine like this one.
+    void check_target(std::unordered_map<std::string, std::string> &meta)
+    {
+      const std::string device = meta["AOTI_DEVICE_KEY"];
+      if (!device.empty() && device != "cpu")
+        throw std::runtime_error("the package was compiled for device '" + device +
+                                 "' and this build runs models on the CPU: export it again "
+                                 "with its inputs on the CPU");
+      utsname host{};
+      uname(&host);
+      const std::string machine = meta["AOTI_MACHINE"];
+      if (!machine.empty() && machine != host.machine)
+        throw std::runtime_error("the package was compiled for " + machine + " and this is " +
+                                 host.machine + ": export it again on a machine of this kind");
+      const auto caps = at::cpu::get_cpu_capabilities();
+      std::istringstream words(meta["AOTI_CPU_ISA"]);
+      std::string isa, missing;
+      while (words >> isa)
+        if (!cpu_has(caps, isa)) missing += (missing.empty() ? "" : " ") + isa;
+      if (!missing.empty())
+        throw std::runtime_error(
+            "the package was compiled for the CPU instruction set '" + meta["AOTI_CPU_ISA"] +
+            "' and this CPU lacks " + missing +
+            ": export it again on this machine, or with ATEN_CPU_CAPABILITY=avx2 (or default) "
+            "set at export time for code that older CPUs run");
+    }
+
+    class AotiRunner : public ModelRunner {
+     public:
+      explicit AotiRunner(const std::string &bytes)
+      {
+        rethrow_torch_errors([&] {
+          TemporaryPackage package(bytes);
+          auto meta = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(
+              package.path, "model");
+          check_target(meta);
+          loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package.path);
+          metadata = meta[METADATA_FILE];
+          energy_output = meta[ENERGY_OUTPUT];
+        });
+      }
+
+      const char *format() const override { return "AOTInductor"; }
+      const std::string &metadata_text() const override { return metadata; }
+      void set_float64(bool float64) override
+      { dtype = float64 ? torch::kFloat64 : torch::kFloat32; }
+
+      void check_share(const EnergyShare &share) const override
+      {
+        if (!share.owned_rows || !share.differentiate || share.weight != 1.0)
+          throw std::invalid_argument(
+              "an AOTInductor model returns per-atom energies and their gradient only, so its "
+              "spec's force strategy must be node_energy (framework forces from owned node "
+              "energies); export the model as TorchScript for the other force strategies");
+        if (share.key != energy_output)
+          throw std::invalid_argument("the spec's node energy output is '" + share.key +
+                                      "' but the package was compiled to return '" + energy_output +
+                                      "'");
+      }
+
+      void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                    Exchanger *exchanger, ModelOutputs &outputs) override
+      {
+        ExchangeScope scope(exchanger);
+        rethrow_torch_errors([&] {
+          torch::NoGradGuard no_grad;    // the program holds its own backward pass
+          ContractInputs in = contract_inputs(graph, cell, dtype, false);
+          const std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
+          const std::vector<at::Tensor> result = loader->run(inputs);
+          const int64_t nrows = graph.num_rows(), nedges = graph.num_edges();
+          if (result.size() != 2 || result[0].numel() != nrows || result[1].numel() != 3 * nedges)
+            throw std::runtime_error("the AOTInductor program must return (atomic energies [" +
+                                     std::to_string(nrows) + "], edge gradients [" +
+                                     std::to_string(nedges) + ", 3])");
+          outputs.energy_share =
+              result[0].narrow(0, 0, graph.n_owned).sum().item<double>() * share.weight;
+          outputs.tensors.clear();
+          copy_output(result[0], outputs.tensors[share.key]);
+          const auto g = result[1].to(torch::kFloat64).contiguous();
+          outputs.edge_gradients.assign(g.data_ptr<double>(), g.data_ptr<double>() + 3 * nedges);
+        });
+      }
+
+     private:
+      std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+      std::string metadata, energy_output;
+      torch::Dtype dtype = torch::kFloat64;
+    };
+  }    // namespace
+
+  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes)
+  { return std::make_unique<AotiRunner>(package_bytes); }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

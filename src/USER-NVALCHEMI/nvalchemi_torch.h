@@ -1,0 +1,57 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: what the model runners share (LibTorch; included only by
+   the runner translation units): the contract's input tensors, built in one
+   place with the dtype the model computes in, outputs copied back, errors.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_TORCH_H
+#define LMP_NVALCHEMI_TORCH_H
+
+#include "nvalchemi_model.h"
+
+#include <torch/script.h>
+
+#include <stdexcept>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // The contract's seven inputs (doc/Howto_nvalchemi_contract.rst), in its positional order.
+  struct ContractInputs {
+    static constexpr int COUNT = 7;
+    static const char *const NAMES[COUNT];
+    torch::Tensor tensors[COUNT];    // positions ... n_owned
+    torch::Tensor &edge_vectors() { return tensors[3]; }
+  };
+
+  // Copies of the graph's buffers (the model can neither alias nor write into them) as tensors,
+  // real-valued ones in `real`; edge_vectors requires grad when `differentiate`.
+  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
+                                 bool differentiate);
+
+  // `tensor` as double precision, row-major, into `out`.
+  void copy_output(const torch::Tensor &tensor, OutputTensor &out);
+
+  // The exchanger the ops see, for the duration of one forward and backward pass.
+  struct ExchangeScope {
+    explicit ExchangeScope(Exchanger *exchanger);
+    ~ExchangeScope();
+  };
+
+  // LibTorch's errors as std::runtime_error with their message (no backtrace).
+  template <typename F> void rethrow_torch_errors(F &&body)
+  {
+    try {
+      body();
+    } catch (const c10::Error &e) {
+      throw std::runtime_error(e.what_without_backtrace());
+    }
+  }
+
+  // The AOTInductor runner (nvalchemi_aoti.cpp).
+  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

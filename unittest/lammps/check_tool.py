@@ -1,0 +1,83 @@
+"""nvalchemi-check (potentials/nvalchemi_check.py) gives the right verdict: models that run
+correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
+built for halo mode deep checked as layerwise and a model without metadata fail, each naming
+the failing check; a model with its own forces gets its checks skipped, not passed.
+
+    python check_tool.py --python PY --check nvalchemi_check.py --ready M.pt [M.pt2 ...]
+                         --deep-model schnet_deep.pt [--own-forces long_range_ar.pt]
+
+--check may be the nvalchemi-check console script of an installed nvalchemi-lammps.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Dict
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
+from nvalchemi_export import save_model  # noqa: E402
+
+
+class GhostSum(torch.nn.Module):
+    """Pair energies into every row, summed by the model over all rows (ghosts too) into
+    per-row energies: right in one process, wrong on a rank."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        r2 = (inputs["edge_vectors"] ** 2).sum(dim=1)
+        pair = torch.exp(-r2)
+        n = inputs["positions"].shape[0]
+        total = pair.sum() * 0.5
+        return {"atomic_energies": torch.full((n,), 1.0, dtype=r2.dtype) * total / n}
+
+
+def run(args, *extra):
+    proc = subprocess.run([args.python, args.check, *extra], capture_output=True, text=True, timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--python", required=True)
+    parser.add_argument("--check", required=True)
+    parser.add_argument("--ready", nargs="+", required=True)
+    parser.add_argument("--deep-model", required=True)
+    parser.add_argument("--own-forces", default="")
+    args = parser.parse_args()
+    failures = []
+
+    def expect(label, extra, code, texts):
+        rc, out = run(args, *extra)
+        missing = [t for t in texts if t not in out]
+        ok = rc == code and not missing
+        print(f"{'ok  ' if ok else 'FAIL'} {label}: exit {rc}")
+        if not ok:
+            failures.append(f"{label}: exit {rc} (expected {code}), missing {missing}\n{out[-2000:]}")
+
+    for model in args.ready:
+        expect(f"ready: {os.path.basename(model)}", [model], 0,
+               ["PASS  forces", "PASS  split", "is ready for pair_style nvalchemi"])
+    expect("deep model checked as layerwise", [args.deep_model, "--halo", "layerwise"], 1,
+           ["PASS  forces", "FAIL  split", "halo layerwise", "is NOT ready"])
+    if args.own_forces:
+        expect("own forces", [args.own_forces], 0, ["SKIP  forces", "SKIP  split", "not checked: forces, split"])
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-check-") as workdir:
+        ghost_sum = os.path.join(workdir, "ghost_sum.pt")
+        save_model(GhostSum(), ghost_sum, cutoff=2.0, species=[18], units="lj")
+        expect("energies summed over ghost rows", [ghost_sum], 1, ["PASS  forces", "FAIL  split", "is NOT ready"])
+        no_metadata = os.path.join(workdir, "no_metadata.pt")
+        torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
+        expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])
+        not_a_model = os.path.join(workdir, "not_a_model.pt")
+        with open(not_a_model, "w") as f:
+            f.write("not a model\n")
+        expect("not a model file", [not_a_model], 1, ["FAIL  load"])
+    if failures:
+        sys.exit("FAIL:\n" + "\n".join(failures))
+
+
+if __name__ == "__main__":
+    main()
