@@ -30,7 +30,8 @@ all: nvalchemi
 deps:
 	@LAMMPS_DIR=$(filter-out $(BUILD)/lammps-src,$(LAMMPS_DIR)) tools/install-deps.sh $(BUILD)
 
-# the model export tools with mace-torch, in a venv of their own (only the tests need them)
+# the model export tools with mace-torch, and with nequip, in venvs of their own (only the tests
+# need them)
 export-venvs:
 	@tools/install-export-venvs.sh $(BUILD)
 

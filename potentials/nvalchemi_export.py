@@ -14,10 +14,12 @@ this module is its Python side, for both formats pair_style nvalchemi loads:
 `read_metadata` reads the metadata of either back.
 """
 
+import argparse
+import importlib.util
 import json
 import os
 import sys
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
@@ -172,3 +174,69 @@ def read_metadata(path: str) -> Dict:
     extra = {METADATA_FILE: ""}
     torch.jit.load(path, _extra_files=extra)
     return json.loads(extra[METADATA_FILE])
+
+
+def _element_numbers(names: List[str]) -> List[int]:
+    """Atomic numbers from symbols or numbers ("H", "O" or "1", "8")."""
+    from ase.data import atomic_numbers  # only for symbols
+    numbers = []
+    for name in names:
+        if name.isdigit():
+            numbers.append(int(name))
+        elif name in atomic_numbers:
+            numbers.append(atomic_numbers[name])
+        else:
+            raise SystemExit(f"nvalchemi-export: '{name}' is not a chemical element symbol")
+    return numbers
+
+
+def _factory(reference: str):
+    """`path/to/file.py:name` or `module:name`: the callable `name` there."""
+    where, _, name = reference.rpartition(":")
+    if not where or not name:
+        raise SystemExit(f"nvalchemi-export: give the model as FILE.py:NAME or MODULE:NAME, not '{reference}'")
+    if where.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(where))[0], where)
+        if spec is None or not os.path.exists(where):
+            raise SystemExit(f"nvalchemi-export: cannot read {where}")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    if not hasattr(module, name):
+        raise SystemExit(f"nvalchemi-export: {where} has no '{name}'")
+    return getattr(module, name)
+
+
+def main(argv=None):
+    """nvalchemi-export: a torch.nn.Module written to the contract, saved with its metadata."""
+    parser = argparse.ArgumentParser(
+        prog="nvalchemi-export",
+        description="Write a model that follows the USER-NVALCHEMI contract (a torch.nn.Module taking "
+                    "Dict[str, Tensor]) to a file pair_style nvalchemi loads: TorchScript for .pt, "
+                    "AOTInductor for .pt2. MODEL is FILE.py:NAME or MODULE:NAME, NAME a class or "
+                    "function that returns the module, called with --kwargs.")
+    parser.add_argument("model", help="FILE.py:NAME or MODULE:NAME")
+    parser.add_argument("-o", "--output", required=True, help=".pt (TorchScript) or .pt2 (AOTInductor)")
+    parser.add_argument("--cutoff", type=float, required=True, help="the model's cutoff, in its length unit")
+    parser.add_argument("--species", nargs="+", required=True, help="element symbols or atomic numbers")
+    parser.add_argument("--units", required=True, help="LAMMPS unit style of the model (metal, real, ...)")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    parser.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for NAME")
+    parser.add_argument("--spec", default=None,
+                        help='the model\'s spec: JSON text or a .json file (default {"preset": "SPEC_LJ_HALO"})')
+    args = parser.parse_args(argv)
+    spec = None
+    if args.spec:
+        spec = json.load(open(args.spec)) if args.spec.endswith(".json") else json.loads(args.spec)
+    module = _factory(args.model)(**json.loads(args.kwargs))
+    metadata = save_model(module, args.output, cutoff=args.cutoff, species=_element_numbers(args.species),
+                          units=args.units, dtype=torch.float64 if args.dtype == "float64" else torch.float32,
+                          spec=spec)
+    print(f"nvalchemi-export: wrote {args.output} ({'AOTInductor' if args.output.endswith('.pt2') else 'TorchScript'}): "
+          f"{json.dumps(metadata, sort_keys=True)}")
+
+
+if __name__ == "__main__":
+    main()

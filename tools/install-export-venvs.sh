@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the model export tools (potentials/, the nvalchemi-lammps Python package) with their
 # optional dependencies into virtual environments of their own under the build directory, for
-# the export tests: venv-mace (mace-torch and the e3nn it pins). Never needed by a LAMMPS run.
+# the export tests: venv-mace (mace-torch and the e3nn 0.4 it pins) and venv-nequip (nequip,
+# nequip-allegro and their e3nn 0.6). Never needed by a LAMMPS run.
 # Idempotent: a second run compares a stamp and returns at once.
 #
 # usage: tools/install-export-venvs.sh <build-dir>
@@ -14,6 +15,7 @@ build_dir=$(cd "$build_dir" && pwd)
 
 torch_version=2.13.0
 mace_pins=(mace-torch==0.3.16 e3nn==0.4.4)
+nequip_pins=(nequip==0.19.1 nequip-allegro==0.8.3 e3nn==0.6.0)
 
 # install <venv name> <extra> <pins...>: the package (editable, so potentials/ edits take effect)
 # with one extra, the pins applied
@@ -34,3 +36,4 @@ install() {
 }
 
 install venv-mace mace "${mace_pins[@]}"
+install venv-nequip nequip "${nequip_pins[@]}"

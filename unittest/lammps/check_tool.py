@@ -1,7 +1,9 @@
 """nvalchemi-check (potentials/nvalchemi_check.py) gives the right verdict: models that run
 correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
 built for halo mode deep checked as layerwise and a model without metadata fail, each naming
-the failing check; a model with its own forces gets its checks skipped, not passed.
+the failing check; a model with its own forces gets its checks skipped, not passed. With
+--export, the generic export command (nvalchemi-export) writes the SchNet reference model in
+both formats from its source, and both pass.
 
     python check_tool.py --python PY --check nvalchemi_check.py --ready M.pt [M.pt2 ...]
                          --deep-model schnet_deep.pt [--own-forces long_range_ar.pt]
@@ -46,6 +48,7 @@ def main():
     parser.add_argument("--ready", nargs="+", required=True)
     parser.add_argument("--deep-model", required=True)
     parser.add_argument("--own-forces", default="")
+    parser.add_argument("--export", default="", help="nvalchemi_export.py (or the nvalchemi-export script)")
     args = parser.parse_args()
     failures = []
 
@@ -71,6 +74,18 @@ def main():
         no_metadata = os.path.join(workdir, "no_metadata.pt")
         torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
         expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])
+        if args.export:
+            schnet = os.path.join(os.path.dirname(__file__), "..", "..", "potentials", "schnet.py")
+            for name in ("schnet_cli.pt", "schnet_cli.pt2"):
+                path = os.path.join(workdir, name)
+                proc = subprocess.run([args.python, args.export, f"{schnet}:SchNet", "--kwargs", '{"layerwise": true}',
+                                       "-o", path, "--cutoff", "2.5", "--species", "Ar", "--units", "lj", "--spec",
+                                       '{"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}'],
+                                      capture_output=True, text=True, timeout=600)
+                if proc.returncode != 0:
+                    failures.append(f"nvalchemi-export {name} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+                    continue
+                expect(f"exported by nvalchemi-export: {name}", [path], 0, ["PASS  split", "is ready"])
         not_a_model = os.path.join(workdir, "not_a_model.pt")
         with open(not_a_model, "w") as f:
             f.write("not a model\n")

@@ -1,9 +1,11 @@
-"""A MACE model exported by potentials/mace_export.py, run by pair_style nvalchemi on N ranks,
-against MACE's own ASE calculator on the whole periodic cell (the oracle: mace-torch evaluating
-the model it saved, never this package) and against the same export on 1 rank.
+"""A MACE, NequIP or Allegro model exported by potentials/mace_export.py or nequip_export.py, run
+by pair_style nvalchemi on N ranks, against the framework's own ASE calculator on the whole
+periodic cell (the oracle: mace-torch or nequip evaluating the model it built, never this
+package) and against the same export on 1 rank.
 
 After `run 0`: energy, every atom's force and the stress tensor. float64: 1e-10 relative to both;
-float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5).
+float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5). Runs in the
+framework's own virtual environment (tools/install-export-venvs.sh).
 """
 
 import argparse
@@ -12,11 +14,9 @@ import os
 import sys
 import tempfile
 
-import mace  # noqa: F401  (before e3nn)
 import numpy as np
 import torch
 from ase import Atoms
-from mace.calculators import MACECalculator
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lammps"))
 from harness import relative_difference, run_snapshots, snapshot_commands  # noqa: E402
@@ -62,7 +62,7 @@ def write_data(atoms: Atoms, path: str) -> None:
     (lx, _, _), (xy, ly, _), (xz, yz, lz) = atoms.cell[:].tolist()
     types = {1: 1, 8: 2}
     with open(path, "w") as f:
-        f.write(f"H and O for mace_parity\n\n{len(atoms)} atoms\n2 atom types\n\n"
+        f.write(f"H and O for oracle_parity\n\n{len(atoms)} atoms\n2 atom types\n\n"
                 f"0 {lx!r} xlo xhi\n0 {ly!r} ylo yhi\n0 {lz!r} zlo zhi\n{xy!r} {xz!r} {yz!r} xy xz yz\n\n"
                 f"Masses\n\n1 {MASSES[1]}\n2 {MASSES[8]}\n\nAtoms # atomic\n\n")
         for i, (z, r) in enumerate(zip(atoms.numbers, atoms.positions)):
@@ -81,9 +81,28 @@ def lammps(args, workdir, label, nranks, grid, tiled, data):
     return {"energy": g[0:1], "forces": rows[:, 5:8], "stress": stress, "positions": rows[:, 2:5]}
 
 
+def calculator(args):
+    """The framework's ASE calculator on the model file it saved."""
+    if args.framework == "mace":
+        import mace  # noqa: F401  (before e3nn)
+        from mace.calculators import MACECalculator
+        return MACECalculator(model_paths=args.source, device="cpu",
+                              default_dtype="float32" if args.float32 else "float64")
+    from nequip.data.transforms import ChemicalSpeciesToAtomTypeMapper, NeighborListTransform
+    from nequip.integrations.ase import NequIPCalculator
+    from nequip.utils.global_state import set_global_state
+    set_global_state()  # what nequip's own tools do first: float64 positions, no TF32
+    model = torch.load(args.source, weights_only=False).eval()
+    names = list(model.type_names)
+    return NequIPCalculator(model=model, device="cpu", transforms=[
+        ChemicalSpeciesToAtomTypeMapper(model_type_names=names,
+                                        chemical_species_to_atom_type_map={n: n for n in names}),
+        NeighborListTransform(r_max=float(model.metadata["r_max"] if isinstance(model.metadata, dict)
+                                          else model.metadata()["r_max"]))])
+
+
 def oracle(args, atoms):
-    dtype = "float32" if args.float32 else "float64"
-    calc = MACECalculator(model_paths=args.source, device="cpu", default_dtype=dtype)
+    calc = calculator(args)
     atoms = atoms.copy()
     atoms.calc = calc
     return {"energy": np.array([atoms.get_potential_energy()]), "forces": atoms.get_forces(),
@@ -95,7 +114,9 @@ def main():
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--model", required=True, help="the exported model (.pt)")
-    parser.add_argument("--source", required=True, help="the mace-torch model it was exported from")
+    parser.add_argument("--framework", choices=("mace", "nequip"), required=True)
+    parser.add_argument("--source", required=True,
+                        help="the framework's model it was exported from (mace-torch .model, nequip torch.save)")
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
     parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
@@ -118,17 +139,17 @@ def main():
             failures.append(f"{name} = {value:.3e} > {tol:.0e}")
 
     atoms = make_atoms(args.box, args.system)
-    with tempfile.TemporaryDirectory(prefix="nvalchemi-mace-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-export-") as workdir:
         data = os.path.join(workdir, "system.data")
         write_data(atoms, data)
         single = lammps(args, workdir, "np1", 1, (1, 1, 1), False, data)
         tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data)
         reference = oracle(args, atoms)
         for key in ("energy", "forces", "stress"):
-            check(f"{key} vs MACE's ASE calculator", relative_difference(tested[key], reference[key]))
+            check(f"{key} vs {args.framework}'s ASE calculator", relative_difference(tested[key], reference[key]))
             check(f"{key} vs nvalchemi np1", relative_difference(tested[key], single[key]))
 
-    print("PARITY " + json.dumps({"test": "mace", "model": os.path.basename(args.model), "np": args.np,
+    print("PARITY " + json.dumps({"test": args.framework, "model": os.path.basename(args.model), "np": args.np,
                                   "grid": args.grid, "tiled": args.tiled, "box": args.box,
                                   "system": args.system, "max_relative_difference": worst}))
     if failures:

@@ -3,7 +3,7 @@ mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (potentials/mace_export.py, installed with the nvalchemi-lammps package
 next to this Python): halo layerwise and deep, float64 and float32.
 
-    python unittest/mace/make_models.py <output dir>
+    python unittest/export/mace_models.py <output dir>
 """
 
 import os

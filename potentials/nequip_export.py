@@ -1,0 +1,186 @@
+"""Export a NequIP or Allegro model (the nequip framework, PyPI nequip and nequip-allegro) to a
+model that pair_style nvalchemi runs.
+
+    python potentials/nequip_export.py in.ckpt|in.nequip.zip -o out.pt|out.pt2
+                                       [--halo layerwise|deep] [--dtype float64|float32]
+                                       [--species H O ...]
+
+The output is TorchScript (.pt) or AOTInductor (.pt2), with the package's metadata
+(doc/Howto_nvalchemi_contract.rst): cutoff = the model's r_max, species = its type names as
+elements (or --species, in type order), units metal. The model returns nequip's per-atom
+energies as `atomic_energies`; pair_style nvalchemi takes forces and virial from their gradient.
+
+How the nequip framework is fitted to the contract:
+  * nequip's edge_index[0] is the centre atom and its edge vectors point from the centre to the
+    neighbour, the reverse of the contract (row 0 the sender, vector receiver - sender): the
+    wrapper swaps the rows and negates the vectors, and hands nequip the ready-made vectors
+    (geometry only from edge_vectors);
+  * NequIP (message passing) in halo mode layerwise: every interaction block but the first
+    calls its ghost-exchange module before the convolution (the framework's hook for LAMMPS'
+    ML-IAP interface); the exported blocks use one that calls
+    torch.ops.nvalchemi.refresh_neighbors on the node features. In halo mode deep the no-op
+    module stays and the ghost shell holds every layer's receptive field;
+  * Allegro is strictly local (one cutoff, no exchange between atoms): halo mode local;
+  * a rank with no atoms gets zero energies without calling the model.
+
+nequip is needed only here, never by a LAMMPS run. It pins e3nn 0.6, which mace-torch does not
+accept: keep the two exporters in separate environments.
+"""
+
+import argparse
+import os
+import sys
+from typing import Dict, List, Optional
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_export import save_aoti_model, save_scripted_model  # noqa: E402
+
+
+# nequip releases whose ghost-exchange module (private to nequip) has the place and meaning the
+# layerwise export relies on; keep equal to the nequip extra in pyproject.toml
+SUPPORTED_NEQUIP = ((0, 17, 0), (0, 19, 99))
+
+
+def _import_nequip():
+    try:
+        import nequip
+        from nequip.nn._ghost_exchange_base import NoOpGhostExchangeModule
+        from nequip.nn.interaction_block import InteractionBlock
+    except ImportError as exc:
+        raise SystemExit(f"nequip_export: the nequip framework is not installed, or is a release without "
+                         f"the ghost-exchange hook ({exc}); pip install 'nvalchemi-lammps[nequip]'") from exc
+    version = tuple(int(p) for p in nequip.__version__.split("+")[0].split(".")[:3])
+    low, high = SUPPORTED_NEQUIP
+    if not low <= version <= high:
+        raise SystemExit(f"nequip_export: nequip {nequip.__version__} is outside the supported range "
+                         f"{'.'.join(map(str, low))} to {'.'.join(map(str, high[:2]))}.x: the layerwise export "
+                         "replaces a private module of its interaction blocks; install a supported nequip")
+    return NoOpGhostExchangeModule, InteractionBlock
+
+
+class _RefreshGhostRows:
+    """forward of nequip's ghost-exchange module for halo mode layerwise: ghost rows of the
+    node features take their owners' values."""
+
+    def forward(self, data: Dict[str, torch.Tensor], ghost_included: bool) -> Dict[str, torch.Tensor]:
+        data[self.field] = torch.ops.nvalchemi.refresh_neighbors(data[self.field])
+        return data
+
+
+def _refreshing_ghost_exchange(base: type) -> type:
+    """nequip's no-op ghost exchange with a forward that refreshes ghost rows."""
+    return type("RefreshGhostExchange", (base,), {"forward": _RefreshGhostRows.forward, "__module__": __name__})
+
+
+class NequipContractModel(torch.nn.Module):
+    """A nequip-framework energy model behind the contract's inputs and outputs."""
+
+    def __init__(self, energy_model: torch.nn.Module, species: List[int]):
+        super().__init__()
+        self.energy_model = energy_model
+        index = torch.full((119,), -1, dtype=torch.int64)
+        for i, z in enumerate(species):
+            index[z] = i
+        self.register_buffer("type_index", index)
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        edge_vectors = inputs["edge_vectors"]
+        neighbor_list = inputs["neighbor_list"]
+        n = inputs["atomic_numbers"].shape[0]
+        if n == 0:
+            return {"atomic_energies": torch.zeros(0, dtype=edge_vectors.dtype, device=edge_vectors.device)}
+        data: Dict[str, torch.Tensor] = {
+            "pos": torch.zeros((n, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
+            # nequip: row 0 the centre (the contract's receiver), vectors centre -> neighbour
+            "edge_index": torch.stack([neighbor_list[:, 1], neighbor_list[:, 0]]),
+            "edge_vectors": -edge_vectors,
+            "atom_types": self.type_index[inputs["atomic_numbers"]],
+        }
+        out = self.energy_model(data)
+        return {"atomic_energies": out["atomic_energy"].view(-1).to(edge_vectors.dtype)}
+
+
+def energy_model_of(graph_model: torch.nn.Module) -> torch.nn.Module:
+    """The per-atom energy network inside a nequip GraphModel (without its force/stress output)."""
+    inner = getattr(graph_model, "model", graph_model)
+    return getattr(inner, "func", inner)
+
+
+def species_of(graph_model: torch.nn.Module, species: Optional[List[str]]) -> List[int]:
+    from ase.data import atomic_numbers
+    names = species or list(graph_model.type_names)
+    if len(names) != len(graph_model.type_names):
+        raise SystemExit(f"nequip_export: the model has {len(graph_model.type_names)} types "
+                         f"({' '.join(graph_model.type_names)}); --species names {len(names)}")
+    unknown = [name for name in names if name not in atomic_numbers]
+    if unknown:
+        raise SystemExit(f"nequip_export: type names {' '.join(unknown)} are not elements: give --species, "
+                         f"one element per type in the model's order ({' '.join(graph_model.type_names)})")
+    return [atomic_numbers[name] for name in names]
+
+
+def export(graph_model: torch.nn.Module, output: str, *, halo: str = "layerwise",
+           dtype: Optional[torch.dtype] = None, species: Optional[List[str]] = None) -> Dict:
+    """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt or .pt2);
+    returns the metadata written."""
+    import copy
+    ghost_exchange_base, interaction_block = _import_nequip()
+    from e3nn.util.jit import script
+    if halo not in ("layerwise", "deep"):
+        raise SystemExit(f"nequip_export: halo must be layerwise or deep, not '{halo}'")
+    numbers = species_of(graph_model, species)
+    meta = graph_model.metadata() if callable(graph_model.metadata) else graph_model.metadata
+    cutoff = float(meta["r_max"])
+    dtype = dtype or graph_model.model_dtype
+    energy_model = copy.deepcopy(energy_model_of(graph_model)).to(dtype).eval()
+    for parameter in energy_model.parameters():
+        parameter.requires_grad_(False)
+    blocks = [m for m in energy_model.modules() if isinstance(m, interaction_block)]
+    layers = max(1, len(blocks))
+    if layers == 1:  # Allegro, or a one-layer NequIP: strictly local
+        spec: Dict = {"preset": "SPEC_LJ_HALO"}
+    elif halo == "deep":
+        spec = {"preset": "SPEC_MPNN_HALO", "halo": "deep", "num_message_passing_layers": layers}
+    else:
+        refreshing = _refreshing_ghost_exchange(ghost_exchange_base)
+        width = 0
+        for block in blocks:
+            exchange = block.ghost_exchange
+            exchange.__class__ = refreshing
+            width = max(width, exchange.irreps_in[exchange.field].dim)
+        spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers, "exchange_feature_width": width}
+    wrapper = NequipContractModel(energy_model, numbers)
+    metadata_args = dict(cutoff=cutoff, species=numbers, units="metal", dtype=dtype, spec=spec)
+    if output.endswith(".pt2"):
+        return save_aoti_model(wrapper, output, **metadata_args)
+    return save_scripted_model(script(wrapper), output, **metadata_args)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="nvalchemi-nequip-export", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="a nequip checkpoint (.ckpt) or package (.nequip.zip)")
+    parser.add_argument("-o", "--output", required=True, help=".pt (TorchScript) or .pt2 (AOTInductor)")
+    parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise",
+                        help="for NequIP (message passing); Allegro is always local")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default=None,
+                        help="default: the model's own model_dtype")
+    parser.add_argument("--species", nargs="+", default=None,
+                        help="an element per model type, in the model's type order (default: the type names)")
+    args = parser.parse_args(argv)
+    _import_nequip()
+    from nequip.model.saved_models.load_utils import load_saved_model
+    from nequip.utils.global_state import set_global_state
+    set_global_state()  # as nequip's own tools do before loading a model
+    model = load_saved_model(args.model)
+    dtype = {"float64": torch.float64, "float32": torch.float32, None: None}[args.dtype]
+    metadata = export(model.eval(), args.output, halo=args.halo, dtype=dtype, species=args.species)
+    print(f"nequip_export: wrote {args.output}: cutoff {metadata['cutoff']}, species {metadata['species']}, "
+          f"{metadata['dtype']}, {metadata['spec']}")
+
+
+if __name__ == "__main__":
+    main()

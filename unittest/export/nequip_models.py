@@ -1,0 +1,48 @@
+"""Tiny random nequip-framework models from minimal configs (fixed seeds, H and O, r_max 3 A):
+a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
+their exports by nequip_export (potentials/nequip_export.py, the function behind
+nvalchemi-nequip-export, which reads a checkpoint or package instead): NequIP in halo modes
+layerwise and deep as TorchScript, layerwise also as AOTInductor; Allegro as TorchScript.
+
+    python unittest/export/nequip_models.py <output dir>
+"""
+
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "potentials"))
+import nequip_export  # noqa: E402
+
+R_MAX = 3.0
+COMMON = dict(seed=20261201, model_dtype="float64", r_max=R_MAX, type_names=["H", "O"], avg_num_neighbors=6.0,
+              per_type_energy_scales={"H": 1.0, "O": 0.8}, per_type_energy_shifts={"H": -13.6, "O": -432.1})
+
+
+def tiny_models():
+    from nequip.utils.global_state import set_global_state
+    set_global_state()
+    from nequip.model import NequIPGNNModel
+    from allegro.model import AllegroModel
+    nequip = NequIPGNNModel(num_layers=2, l_max=1, num_features=8, radial_mlp_width=16, **COMMON)
+    allegro = AllegroModel(num_layers=2, l_max=1, num_scalar_features=8, num_tensor_features=4,
+                           radial_chemical_embed={"_target_": "allegro.nn.TwoBodyBesselScalarEmbed", "num_bessels": 4},
+                           radial_chemical_embed_dim=8, scalar_embed_mlp_hidden_layers_width=16,
+                           allegro_mlp_hidden_layers_width=16, readout_mlp_hidden_layers_width=8, **COMMON)
+    return {"nequip": nequip.eval(), "allegro": allegro.eval()}
+
+
+def main(outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    models = tiny_models()
+    for name, model in models.items():
+        torch.save(model, os.path.join(outdir, f"{name}.model"))
+    nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_layerwise.pt"), halo="layerwise")
+    nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_deep.pt"), halo="deep")
+    nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_layerwise.pt2"), halo="layerwise")
+    nequip_export.export(models["allegro"], os.path.join(outdir, "allegro.pt"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
