@@ -1,5 +1,6 @@
 """Layerwise vs deep halo for the 3-layer SchNet-style model (potentials/schnet.py), measured in
-one run on the same systems and ranks.
+one run on the same systems and ranks, for each model format asked for (--format pt pt2: the
+TorchScript and the AOTInductor build of the same weights).
 
     build/venv/bin/python bench/mp_halo.py --lmp build/lammps/lmp --models build/nvalchemi/potentials
 
@@ -30,9 +31,9 @@ run {steps}
 """
 
 
-def measure(args, mode, cells, ranks, workdir):
+def measure(args, mode, cells, ranks, workdir, extension=".pt"):
     rundir = tempfile.mkdtemp(dir=workdir)
-    model = os.path.abspath(os.path.join(args.models, f"schnet_{mode}.pt"))
+    model = os.path.abspath(os.path.join(args.models, f"schnet_{mode}{extension}"))
     with open(os.path.join(rundir, "in.bench"), "w") as f:
         f.write(INPUT.format(system=melt_commands(cells, 1.5), steps=args.steps, model=model))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600,
@@ -56,15 +57,15 @@ def main():
     parser.add_argument("--cells", type=int, nargs="+", default=[10, 16], help="fcc cells per edge (4 atoms each)")
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--format", nargs="+", choices=("pt", "pt2"), default=["pt"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nvalchemi-bench-") as workdir:
-        for cells in args.cells:
-            for ranks in args.ranks:
-                result = {mode: measure(args, mode, cells, ranks, workdir) for mode in ("layerwise", "deep")}
+        for cells, ranks, fmt in ((c, r, f) for c in args.cells for r in args.ranks for f in args.format):
+                result = {mode: measure(args, mode, cells, ranks, workdir, "." + fmt) for mode in ("layerwise", "deep")}
                 for mode, r in result.items():
-                    print(json.dumps({"benchmark": "mp_halo", "atoms": 4 * cells ** 3, "ranks": ranks, "mode": mode,
-                                      "steps": args.steps, **r}), flush=True)
-                print(json.dumps({"benchmark": "mp_halo", "atoms": 4 * cells ** 3, "ranks": ranks,
+                    print(json.dumps({"benchmark": "mp_halo", "format": fmt, "atoms": 4 * cells ** 3, "ranks": ranks,
+                                      "mode": mode, "steps": args.steps, **r}), flush=True)
+                print(json.dumps({"benchmark": "mp_halo", "format": fmt, "atoms": 4 * cells ** 3, "ranks": ranks,
                                   "speedup_layerwise_over_deep": result["deep"]["s_per_step"] / result["layerwise"]["s_per_step"],
                                   "rows_deep_over_layerwise": result["deep"]["rows_per_rank"] / result["layerwise"]["rows_per_rank"],
                                   "energy_relative_difference": abs(result["deep"]["energy_step0"] - result["layerwise"]["energy_step0"])

@@ -6,6 +6,8 @@
   trace / 3V) equals c_pv (the virial part of the pressure), the per-atom virials are dumped;
 * examples/mp: "swap in schnet_deep.pt ... same answer": the deep model prints the same thermo
   (over the first 10 steps);
+* examples/mace: "Add 'halo deep' ...: the thermo is the same" (over the first 20 steps), and
+  the run conserves energy;
 * examples/longrange: "add 'halo layerwise' or 'halo deep' ... the thermo is the same", and the
   in-run validation passes on steps 0, 25 and 50;
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
@@ -107,6 +109,16 @@ def main():
         rows = len(deep["Step"])
         check("mp", f"schnet_deep.pt gives the same thermo as schnet_layerwise.pt (steps {deep['Step']})",
               rows == 2 and all(close(layerwise[k][:rows], deep[k]) for k in layerwise))
+
+        mace = Example(args, workdir, "mace")
+        layerwise = thermo(mace.run("mace"))
+        deep = thermo(mace.run("mace_deep", mace.variant("mace_ho_tiny.pt\n", "mace_ho_tiny.pt halo deep\n").replace(
+            "run             50", "run             20")))
+        rows = len(deep["Step"])
+        check("mace", f"'halo deep' gives the same thermo (steps {deep['Step']})",
+              rows == 3 and all(close(layerwise[k][:rows], deep[k]) for k in layerwise))
+        check("mace", "the total energy is conserved over 50 steps (NVE)",
+              close(layerwise["TotEng"], np.full_like(layerwise["TotEng"], layerwise["TotEng"][0]), 1e-8))
 
         longrange = Example(args, workdir, "longrange")
         out = longrange.run("longrange")

@@ -17,8 +17,9 @@ if read_metadata(committed) != read_metadata(regenerated):
     sys.exit(f"FAIL: metadata differ:\n{read_metadata(committed)}\n{read_metadata(regenerated)}")
 torch.manual_seed(0)
 n, e = 20, 60
+species = torch.tensor(read_metadata(committed)["species"])
 inputs = {"positions": torch.rand(n, 3, dtype=torch.float64) * 5,
-          "atomic_numbers": torch.full((n,), 18), "neighbor_list": torch.randint(0, n, (e, 2)),
+          "atomic_numbers": species[torch.randint(0, len(species), (n,))], "neighbor_list": torch.randint(0, n, (e, 2)),
           "edge_vectors": torch.rand(e, 3, dtype=torch.float64) + 0.8,
           "cell": torch.eye(3, dtype=torch.float64).view(1, 3, 3) * 5,
           "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n)}
