@@ -7,7 +7,8 @@ gives the same answer split into owned and ghost rows as a rank of a decomposed 
 Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor (.pt2) files:
 
   metadata    the keys and values pair_style nvalchemi requires (doc/Howto_nvalchemi_contract.rst)
-  contract    the model takes the contract's inputs and returns one per-atom energy per row
+  contract    the model takes the contract's inputs and returns one per-atom energy per row,
+              none on a rank with no atoms
   forces      on a small random periodic cell of the model's species (the whole cell in one
               process, every periodic image an edge): forces from the edge gradients equal
               central finite differences of the energy
@@ -82,7 +83,9 @@ class LoadedModel:
             raise ValueError(f"the model returned no '{self.energy_key}' (it returned: {', '.join(outputs)})")
         energies = outputs[self.energy_key]
         total = energies[: int(inputs["n_owned"])].sum()
-        (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
+        gradient = None
+        if total.requires_grad:  # as the pair style does: energies independent of the edges
+            (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
         return energies.detach(), torch.zeros_like(edge_vectors) if gradient is None else gradient
 
 
@@ -292,10 +295,19 @@ def main(argv=None):
 
     try:
         energy, forces = whole_cell(positions)
-        report("contract", True, f"{args.atoms} atoms, {senders.shape[0]} edges: energy {energy:.10g}")
     except Exception as exc:  # noqa: BLE001
         report("contract", False, f"evaluating the model on {args.atoms} atoms failed: {exc}")
         return verdict()
+    try:  # a rank that owns no atoms and has no ghosts
+        empty = torch.zeros(0, dtype=torch.int64)
+        evaluate(model, torch.zeros(0, 3, dtype=torch.float64), empty, empty, empty,
+                 torch.zeros(0, 3, dtype=torch.float64), numbers, cell, 0, dtype)
+    except Exception as exc:  # noqa: BLE001
+        report("contract", False, f"the model fails on a rank with no atoms (it must return an "
+                                  f"empty '{model.energy_key}'): {exc}")
+        return verdict()
+    report("contract", True, f"{args.atoms} atoms, {senders.shape[0]} edges: energy {energy:.10g}; "
+                             "no atoms: no energies")
 
     if not forces_from_node_energies(meta["spec"]):
         why = ("the spec's forces are not the gradient of owned node energies (the model brings its "

@@ -124,25 +124,21 @@ def _define():
     torch.library.register_fake("nvalchemi::system_sum_backward",
                                 lambda grad, values, scope: torch.empty_like(values), lib=lib)
 
+    def no_context(ctx, inputs, output):
+        pass
+
+    # each op's backward is its backward op (whose own backward is the op: they are adjoints)
+    for op, adjoint in (("refresh_neighbors", "refresh_neighbors_backward"),
+                        ("refresh_neighbors_backward", "refresh_neighbors"),
+                        ("scatter_to_owners", "scatter_to_owners_backward")):
+        torch.library.register_autograd(
+            f"nvalchemi::{op}", lambda ctx, grad, adjoint=adjoint: getattr(torch.ops.nvalchemi, adjoint)(grad),
+            setup_context=no_context, lib=lib)
+
     def save_values(ctx, inputs, output):
         ctx.save_for_backward(inputs[0])
         ctx.scope = inputs[1]
 
-    def single_input(ctx, inputs, output):
-        pass
-
-    torch.library.register_autograd(
-        "nvalchemi::refresh_neighbors",
-        lambda ctx, grad: torch.ops.nvalchemi.refresh_neighbors_backward(grad),
-        setup_context=single_input, lib=lib)
-    torch.library.register_autograd(
-        "nvalchemi::refresh_neighbors_backward",
-        lambda ctx, grad: torch.ops.nvalchemi.refresh_neighbors(grad),
-        setup_context=single_input, lib=lib)
-    torch.library.register_autograd(
-        "nvalchemi::scatter_to_owners",
-        lambda ctx, grad: torch.ops.nvalchemi.scatter_to_owners_backward(grad),
-        setup_context=single_input, lib=lib)
     torch.library.register_autograd(
         "nvalchemi::system_sum",
         lambda ctx, grad: (torch.ops.nvalchemi.system_sum_backward(grad, ctx.saved_tensors[0], ctx.scope),

@@ -1,6 +1,7 @@
 """nvalchemi-check (potentials/nvalchemi_check.py) gives the right verdict: models that run
 correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
-built for halo mode deep checked as layerwise and a model without metadata fail, each naming
+built for halo mode deep checked as layerwise, a model that fails on a rank without atoms and
+a model without metadata fail, each naming
 the failing check; a model with its own forces gets its checks skipped, not passed. With
 --export, the generic export command (nvalchemi-export) writes the SchNet reference model in
 both formats from its source, and both pass.
@@ -34,6 +35,16 @@ class GhostSum(torch.nn.Module):
         n = inputs["positions"].shape[0]
         total = pair.sum() * 0.5
         return {"atomic_energies": torch.full((n,), 1.0, dtype=r2.dtype) * total / n}
+
+
+class FailsWithoutAtoms(torch.nn.Module):
+    """Right on any rank with atoms; fails on one with none (it reads row 0)."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        r2 = (inputs["edge_vectors"] ** 2).sum(dim=1)
+        energies = torch.zeros(inputs["positions"].shape[0], dtype=r2.dtype)
+        energies = energies.index_add(0, inputs["neighbor_list"][:, 1], 0.5 * torch.exp(-r2))
+        return {"atomic_energies": energies + 0.0 * inputs["positions"][0, 0]}
 
 
 def run(args, *extra):
@@ -71,6 +82,9 @@ def main():
         ghost_sum = os.path.join(workdir, "ghost_sum.pt")
         save_model(GhostSum(), ghost_sum, cutoff=2.0, species=[18], units="lj")
         expect("energies summed over ghost rows", [ghost_sum], 1, ["PASS  forces", "FAIL  split", "is NOT ready"])
+        no_atoms = os.path.join(workdir, "fails_without_atoms.pt")
+        save_model(FailsWithoutAtoms(), no_atoms, cutoff=2.0, species=[18], units="lj")
+        expect("fails on a rank with no atoms", [no_atoms], 1, ["FAIL  contract", "a rank with no atoms"])
         no_metadata = os.path.join(workdir, "no_metadata.pt")
         torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
         expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])
