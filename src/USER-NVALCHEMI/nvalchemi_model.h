@@ -44,7 +44,10 @@ namespace NVAlchemi {
   // A model file loaded for evaluation, one per pair style instance.
   class ModelRunner {
    public:
+    ModelRunner() = default;
     virtual ~ModelRunner() = default;
+    ModelRunner(const ModelRunner &) = delete;
+    ModelRunner &operator=(const ModelRunner &) = delete;
 
     // "TorchScript" or "AOTInductor"
     virtual const char *format() const = 0;
