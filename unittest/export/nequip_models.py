@@ -1,13 +1,15 @@
 """Tiny random nequip-framework models from minimal configs (fixed seeds, H and O, r_max 3 A):
 a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
-their exports by nequip_export (potentials/nequip_export.py, the function behind
-nvalchemi-nequip-export, which reads a checkpoint or package instead): NequIP in halo modes
-layerwise and deep as TorchScript, layerwise also as AOTInductor; Allegro as TorchScript.
+their exports by nequip_export (potentials/nequip_export.py): NequIP in halo modes layerwise and
+deep as TorchScript, layerwise also as AOTInductor; Allegro as TorchScript. And the path a user
+takes: nequip-train on nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which
+the nvalchemi-nequip-export command exports (trained_cu.pt).
 
     python unittest/export/nequip_models.py <output dir>
 """
 
 import os
+import subprocess
 import sys
 
 import torch
@@ -42,6 +44,14 @@ def main(outdir: str) -> None:
     nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_deep.pt"), halo="deep")
     nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_layerwise.pt2"), halo="layerwise")
     nequip_export.export(models["allegro"], os.path.join(outdir, "allegro.pt"))
+
+    bin_dir = os.path.dirname(sys.executable)
+    here = os.path.dirname(os.path.abspath(__file__))
+    train_dir = os.path.join(outdir, "train")
+    subprocess.run([os.path.join(bin_dir, "nequip-train"), "-cp", here, "-cn", "nequip_train.yaml",
+                    f"hydra.run.dir={train_dir}"], check=True)
+    subprocess.run([os.path.join(bin_dir, "nvalchemi-nequip-export"), os.path.join(train_dir, "last.ckpt"),
+                    "-o", os.path.join(outdir, "trained_cu.pt")], check=True)
 
 
 if __name__ == "__main__":

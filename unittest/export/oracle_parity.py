@@ -17,12 +17,12 @@ import tempfile
 import numpy as np
 import torch
 from ase import Atoms
+from ase.data import atomic_masses, atomic_numbers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lammps"))
 from harness import relative_difference, run_snapshots, snapshot_commands  # noqa: E402
 
 NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
-MASSES = {1: 1.008, 8: 15.999}
 DUMP_COLUMNS = "id type xu yu zu fx fy fz"
 GLOBALS = ["pe", "c_p[1]", "c_p[2]", "c_p[3]", "c_p[4]", "c_p[5]", "c_p[6]"]
 
@@ -33,16 +33,16 @@ atom_modify map array
 read_data {data}
 {balance}
 pair_style nvalchemi {model}
-pair_coeff * * H O
+pair_coeff * * {elements}
 compute p all pressure NULL virial
 thermo_style custom step pe c_p[*]
 """
 
 
-def make_atoms(box: str, system: str) -> Atoms:
-    """H and O on a jittered simple-cubic lattice (spacing 1.9 A, no pair closer than ~1.1 A).
-    bulk: 3x3x3 sites filling the cell; slab: the same sites in a cell twice as long in x, so
-    that on a 4x1x1 grid two ranks own no atoms."""
+def make_atoms(box: str, system: str, elements) -> Atoms:
+    """The elements on a jittered simple-cubic lattice (spacing 1.9 A, no pair closer than
+    ~1.1 A). bulk: 3x3x3 sites filling the cell; slab: the same sites in a cell twice as long in
+    x, so that on a 4x1x1 grid two ranks own no atoms."""
     rng = np.random.default_rng(20261201)
     spacing, sites = 1.9, 3
     grid = np.array([(i, j, k) for i in range(sites) for j in range(sites) for k in range(sites)], float)
@@ -54,24 +54,27 @@ def make_atoms(box: str, system: str) -> Atoms:
     positions = frac @ cell
     if system == "slab":
         cell[0] *= 2.0
-    numbers = rng.choice([1, 8], len(positions), p=[0.6, 0.4])
+    weights = [0.6, 0.4] if len(elements) == 2 else None
+    numbers = rng.choice([atomic_numbers[e] for e in elements], len(positions), p=weights)
     return Atoms(numbers=numbers, positions=positions, cell=cell, pbc=True)
 
 
-def write_data(atoms: Atoms, path: str) -> None:
+def write_data(atoms: Atoms, elements, path: str) -> None:
     (lx, _, _), (xy, ly, _), (xz, yz, lz) = atoms.cell[:].tolist()
-    types = {1: 1, 8: 2}
+    types = {atomic_numbers[e]: t + 1 for t, e in enumerate(elements)}
+    masses = "".join(f"{t + 1} {atomic_masses[atomic_numbers[e]]}\n" for t, e in enumerate(elements))
     with open(path, "w") as f:
-        f.write(f"H and O for oracle_parity\n\n{len(atoms)} atoms\n2 atom types\n\n"
+        f.write(f"{' '.join(elements)} for oracle_parity\n\n{len(atoms)} atoms\n{len(elements)} atom types\n\n"
                 f"0 {lx!r} xlo xhi\n0 {ly!r} ylo yhi\n0 {lz!r} zlo zhi\n{xy!r} {xz!r} {yz!r} xy xz yz\n\n"
-                f"Masses\n\n1 {MASSES[1]}\n2 {MASSES[8]}\n\nAtoms # atomic\n\n")
+                f"Masses\n\n{masses}\nAtoms # atomic\n\n")
         for i, (z, r) in enumerate(zip(atoms.numbers, atoms.positions)):
             f.write(f"{i + 1} {types[int(z)]} {float(r[0])!r} {float(r[1])!r} {float(r[2])!r}\n")
 
 
 def lammps(args, workdir, label, nranks, grid, tiled, data):
     comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
-    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "", model=args.model)
+    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "", model=args.model,
+                        elements=" ".join(args.elements))
     text += snapshot_commands([0], DUMP_COLUMNS, GLOBALS)
     snaps, _ = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, [0])
     rows, g = snaps[0]
@@ -92,7 +95,11 @@ def calculator(args):
     from nequip.integrations.ase import NequIPCalculator
     from nequip.utils.global_state import set_global_state
     set_global_state()  # what nequip's own tools do first: float64 positions, no TF32
-    model = torch.load(args.source, weights_only=False).eval()
+    if args.source.endswith((".ckpt", ".nequip.zip")):  # what nequip-train and nequip-package write
+        from nequip.model.saved_models.load_utils import load_saved_model
+        model = load_saved_model(args.source).eval()
+    else:
+        model = torch.load(args.source, weights_only=False).eval()
     names = list(model.type_names)
     return NequIPCalculator(model=model, device="cpu", transforms=[
         ChemicalSpeciesToAtomTypeMapper(model_type_names=names,
@@ -117,6 +124,7 @@ def main():
     parser.add_argument("--framework", choices=("mace", "nequip"), required=True)
     parser.add_argument("--source", required=True,
                         help="the framework's model it was exported from (mace-torch .model, nequip torch.save)")
+    parser.add_argument("--elements", nargs="+", default=["H", "O"], help="the atom types' elements")
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
     parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
@@ -138,10 +146,10 @@ def main():
         if not ok:
             failures.append(f"{name} = {value:.3e} > {tol:.0e}")
 
-    atoms = make_atoms(args.box, args.system)
+    atoms = make_atoms(args.box, args.system, args.elements)
     with tempfile.TemporaryDirectory(prefix="nvalchemi-export-") as workdir:
         data = os.path.join(workdir, "system.data")
-        write_data(atoms, data)
+        write_data(atoms, args.elements, data)
         single = lammps(args, workdir, "np1", 1, (1, 1, 1), False, data)
         tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data)
         reference = oracle(args, atoms)
