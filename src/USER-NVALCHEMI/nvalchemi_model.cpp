@@ -13,7 +13,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 
-#include <chrono>
 #include <sstream>
 
 namespace LAMMPS_NS {
@@ -72,10 +71,6 @@ namespace NVAlchemi {
   { at::set_num_threads(nthreads); }
 
   namespace {
-    using Clock = std::chrono::steady_clock;
-    double seconds_since(Clock::time_point start)
-    { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
     // A TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor]; the package
     // differentiates the energy share with LibTorch's autograd.
     class TorchScriptRunner : public ModelRunner {

@@ -11,6 +11,7 @@
 
 #include <torch/script.h>
 
+#include <chrono>
 #include <stdexcept>
 
 namespace LAMMPS_NS {
@@ -28,6 +29,11 @@ namespace NVAlchemi {
   // real-valued ones in `real`; edge_vectors requires grad when `differentiate`.
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
                                  bool differentiate);
+
+  // Seconds since `start`, for ModelOutputs::marshal_seconds.
+  using Clock = std::chrono::steady_clock;
+  inline double seconds_since(Clock::time_point start)
+  { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
   // `tensor` as double precision, row-major, into `out`.
   void copy_output(const torch::Tensor &tensor, OutputTensor &out);
