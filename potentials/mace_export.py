@@ -37,16 +37,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_scripted_model  # noqa: E402
+from nvalchemi_export import override_method, require_release, save_scripted_model, species_index  # noqa: E402
 
 # mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
 # layerwise override relies on (checked at export time as well)
 SUPPORTED_MACE = ((0, 3, 14), (0, 3, 16))
 HANDLE_LAMMPS_PARAMETERS = ["self", "node_feats", "lammps_class", "lammps_natoms", "first_layer"]
-
-
-def _version_tuple(text: str) -> Tuple[int, ...]:
-    return tuple(int(part) for part in text.split("+")[0].split(".")[:3])
 
 
 def _import_mace():
@@ -58,14 +54,10 @@ def _import_mace():
     except ImportError as exc:
         raise SystemExit(f"mace_export: mace-torch is not installed ({exc}); "
                          "pip install 'nvalchemi-lammps[mace]' or pip install mace-torch") from exc
-    version = _version_tuple(mace.__version__)
-    low, high = SUPPORTED_MACE
-    if not low <= version <= high:
-        raise SystemExit(f"mace_export: mace-torch {mace.__version__} is outside the supported "
-                         f"range {'.'.join(map(str, low))} to {'.'.join(map(str, high))}: the "
-                         "layerwise export overrides a private method of its interaction blocks; "
-                         "install a supported mace-torch or export with --halo deep after checking "
-                         "the result with nvalchemi-check")
+    require_release("mace_export", "mace-torch", mace.__version__, SUPPORTED_MACE,
+                    "the layerwise export overrides a private method of its interaction blocks; "
+                    "install a supported mace-torch or export with --halo deep after checking "
+                    "the result with nvalchemi-check")
     parameters = list(inspect.signature(InteractionBlock.handle_lammps).parameters)
     if parameters != HANDLE_LAMMPS_PARAMETERS:
         raise SystemExit(f"mace_export: mace-torch {mace.__version__}'s InteractionBlock."
@@ -88,18 +80,10 @@ class _RefreshBeforeConvolution:
 def _exchange_between_layers(model: torch.nn.Module, interaction_base: type) -> int:
     """Switch every interaction block of `model` to a subclass whose handle_lammps refreshes
     ghost rows; returns the number of blocks switched."""
-    subclasses: Dict[type, type] = {}
-    count = 0
-    for block in model.modules():
-        if isinstance(block, interaction_base):
-            cls = type(block)
-            if cls not in subclasses:
-                subclasses[cls] = type(cls.__name__ + "Layerwise", (cls,),
-                                       {"handle_lammps": _RefreshBeforeConvolution.handle_lammps,
-                                        "__module__": __name__})
-            block.__class__ = subclasses[cls]
-            count += 1
-    return count
+    blocks = [block for block in model.modules() if isinstance(block, interaction_base)]
+    for block in blocks:
+        override_method(block, _RefreshBeforeConvolution.handle_lammps)
+    return len(blocks)
 
 
 class MaceContractModel(torch.nn.Module):
@@ -108,12 +92,8 @@ class MaceContractModel(torch.nn.Module):
     def __init__(self, model: torch.nn.Module, head: int):
         super().__init__()
         self.model = model
-        numbers = [int(z) for z in model.atomic_numbers]
-        index = torch.full((119,), -1, dtype=torch.int64)
-        for i, z in enumerate(numbers):
-            index[z] = i
-        self.register_buffer("species_index", index)
-        self.num_elements = len(numbers)
+        self.register_buffer("species_index", species_index(model.atomic_numbers))
+        self.num_elements = len(model.atomic_numbers)
         self.register_buffer("head", torch.tensor([head], dtype=torch.int64))
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:

@@ -36,7 +36,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_aoti_model, save_scripted_model  # noqa: E402
+from nvalchemi_export import (  # noqa: E402
+    override_method, require_release, save_aoti_model, save_scripted_model, species_index)
 
 
 # nequip releases whose ghost-exchange module (private to nequip) has the place and meaning the
@@ -47,18 +48,15 @@ SUPPORTED_NEQUIP = ((0, 17, 0), (0, 19, 99))
 def _import_nequip():
     try:
         import nequip
-        from nequip.nn._ghost_exchange_base import NoOpGhostExchangeModule
+        from nequip.nn._ghost_exchange_base import NoOpGhostExchangeModule  # noqa: F401  (the hook)
         from nequip.nn.interaction_block import InteractionBlock
     except ImportError as exc:
         raise SystemExit(f"nequip_export: the nequip framework is not installed, or is a release without "
                          f"the ghost-exchange hook ({exc}); pip install 'nvalchemi-lammps[nequip]'") from exc
-    version = tuple(int(p) for p in nequip.__version__.split("+")[0].split(".")[:3])
-    low, high = SUPPORTED_NEQUIP
-    if not low <= version <= high:
-        raise SystemExit(f"nequip_export: nequip {nequip.__version__} is outside the supported range "
-                         f"{'.'.join(map(str, low))} to {'.'.join(map(str, high[:2]))}.x: the layerwise export "
-                         "replaces a private module of its interaction blocks; install a supported nequip")
-    return NoOpGhostExchangeModule, InteractionBlock
+    require_release("nequip_export", "nequip", nequip.__version__, SUPPORTED_NEQUIP,
+                    "the layerwise export replaces a private module of its interaction blocks; "
+                    "install a supported nequip")
+    return InteractionBlock
 
 
 class _RefreshGhostRows:
@@ -70,21 +68,13 @@ class _RefreshGhostRows:
         return data
 
 
-def _refreshing_ghost_exchange(base: type) -> type:
-    """nequip's no-op ghost exchange with a forward that refreshes ghost rows."""
-    return type("RefreshGhostExchange", (base,), {"forward": _RefreshGhostRows.forward, "__module__": __name__})
-
-
 class NequipContractModel(torch.nn.Module):
     """A nequip-framework energy model behind the contract's inputs and outputs."""
 
     def __init__(self, energy_model: torch.nn.Module, species: List[int]):
         super().__init__()
         self.energy_model = energy_model
-        index = torch.full((119,), -1, dtype=torch.int64)
-        for i, z in enumerate(species):
-            index[z] = i
-        self.register_buffer("type_index", index)
+        self.register_buffer("type_index", species_index(species))
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         edge_vectors = inputs["edge_vectors"]
@@ -127,7 +117,7 @@ def export(graph_model: torch.nn.Module, output: str, *, halo: str = "layerwise"
     """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt or .pt2);
     returns the metadata written."""
     import copy
-    ghost_exchange_base, interaction_block = _import_nequip()
+    interaction_block = _import_nequip()
     from e3nn.util.jit import script
     if halo not in ("layerwise", "deep"):
         raise SystemExit(f"nequip_export: halo must be layerwise or deep, not '{halo}'")
@@ -145,11 +135,10 @@ def export(graph_model: torch.nn.Module, output: str, *, halo: str = "layerwise"
     elif halo == "deep":
         spec = {"preset": "SPEC_MPNN_HALO", "halo": "deep", "num_message_passing_layers": layers}
     else:
-        refreshing = _refreshing_ghost_exchange(ghost_exchange_base)
         width = 0
         for block in blocks:
             exchange = block.ghost_exchange
-            exchange.__class__ = refreshing
+            override_method(exchange, _RefreshGhostRows.forward)
             width = max(width, exchange.irreps_in[exchange.field].dim)
         spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers, "exchange_feature_width": width}
     wrapper = NequipContractModel(energy_model, numbers)

@@ -166,6 +166,42 @@ def save_aoti_model(
     return metadata
 
 
+# ---- what the framework exporters (mace_export, nequip_export) share ------------------------
+
+def require_release(tool: str, package: str, version: str, supported, why: str) -> None:
+    """Stop (SystemExit) unless `version` of `package` lies in `supported` = (lowest, highest)
+    release tuples: an exporter that relies on a framework's private code says so (`why`)."""
+    release = tuple(int(part) for part in version.split("+")[0].split(".")[:3])
+    low, high = supported
+    if not low <= release <= high:
+        raise SystemExit(f"{tool}: {package} {version} is outside the supported range "
+                         f"{'.'.join(map(str, low))} to {'.'.join(map(str, high))}: {why}")
+
+
+_OVERRIDDEN: Dict = {}
+
+
+def override_method(module: torch.nn.Module, function) -> None:
+    """Switch `module` to a subclass of its class whose method `function.__name__` is
+    `function` (one subclass per class and function). TorchScript compiles the method from
+    `function`'s source, so it must be defined in a module or class body under that name."""
+    cls = type(module)
+    key = (cls, function)
+    if key not in _OVERRIDDEN:
+        _OVERRIDDEN[key] = type(cls.__name__ + "Exchanging", (cls,),
+                                {function.__name__: function, "__module__": function.__module__})
+    module.__class__ = _OVERRIDDEN[key]
+
+
+def species_index(species: Sequence[int]) -> torch.Tensor:
+    """A table from atomic number (0..118) to the position of that element in `species`, -1
+    for the others: a framework's type index from the contract's atomic_numbers."""
+    index = torch.full((119,), -1, dtype=torch.int64)
+    for i, z in enumerate(species):
+        index[int(z)] = i
+    return index
+
+
 def read_metadata(path: str) -> Dict:
     """The metadata stored in a saved model (TorchScript or AOTInductor)."""
     if path.endswith(".pt2"):
