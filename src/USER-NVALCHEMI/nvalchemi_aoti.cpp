@@ -139,7 +139,8 @@ namespace NVAlchemi {
           const std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           outputs.marshal_seconds = seconds_since(start);
           const std::vector<at::Tensor> result = loader->run(inputs);
-          const int64_t nrows = graph.num_rows(), nedges = graph.num_edges();
+          check_inputs_unchanged(in);
+          const int64_t nrows = graph.tensor_rows(), nedges = graph.tensor_edges();
           if (result.size() != 2 || result[0].numel() != nrows || result[1].numel() != 3 * nedges)
             throw std::runtime_error("the AOTInductor program must return (atomic energies [" +
                                      std::to_string(nrows) + "], edge gradients [" +
@@ -148,9 +149,8 @@ namespace NVAlchemi {
           outputs.energy_share =
               result[0].narrow(0, 0, graph.n_owned).sum().item<double>() * share.weight;
           outputs.tensors.clear();
-          copy_output(result[0], outputs.tensors[share.key]);
-          const auto g = result[1].to(torch::kFloat64).contiguous();
-          outputs.edge_gradients.assign(g.data_ptr<double>(), g.data_ptr<double>() + 3 * nedges);
+          copy_output(result[0], graph, outputs.tensors[share.key]);
+          outputs.edge_gradients = edge_gradient_values(result[1].view({nedges, 3}), graph);
           outputs.marshal_seconds += seconds_since(start);
         });
       }

@@ -153,14 +153,16 @@ namespace NVAlchemi {
   {
     c.energy = outputs.energy_share;
     if (share.differentiate) {
-      for (double component : outputs.edge_gradients)
-        c.force_scale = std::max(c.force_scale, std::fabs(component));
-      edge_forces(graph, outputs.edge_gradients, row_forces);
+      const double *g = outputs.edge_gradients.get();
+      edge_forces(graph, g, row_forces);
       c.has_virial = true;
+      if (!g) return;
+      for (int64_t k = 0; k < 3 * graph.num_edges(); ++k)
+        c.force_scale = std::max(c.force_scale, std::fabs(g[k]));
       for (int64_t e = 0; e < graph.num_edges(); ++e)
         for (int v = 0; v < 6; ++v)
-          c.virial[v] -= graph.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] *
-              outputs.edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
+          c.virial[v] -=
+              graph.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] * g[3 * e + VIRIAL_VOIGT[v][1]];
       return;
     }
     const OutputSpec &declared = spec.outputs.at("forces");

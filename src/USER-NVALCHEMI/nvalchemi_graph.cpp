@@ -11,16 +11,6 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  namespace {
-    void add_row(const AtomsView &atoms, int i, Graph &graph, std::vector<int> &atom_row)
-    {
-      atom_row[i] = static_cast<int>(graph.row_atom.size());
-      graph.row_atom.push_back(i);
-      for (int d = 0; d < 3; ++d) graph.positions.push_back(atoms.x[i][d]);
-      graph.atomic_numbers.push_back(atoms.atomic_number_of_type[atoms.type[i]]);
-    }
-  }    // namespace
-
   double cell_volume(const Cell &cell)
   {
     const double (*h)[3] = cell.lattice;
@@ -32,44 +22,97 @@ namespace NVAlchemi {
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
                    std::vector<int> &atom_row)
   {
-    graph.row_atom.clear();
-    graph.positions.clear();
-    graph.atomic_numbers.clear();
-    graph.edges.clear();
-    graph.edge_vectors.clear();
     if (atom_row.size() < static_cast<std::size_t>(atoms.nall)) atom_row.resize(atoms.nall);
+    graph.padding_rows = graph.padding_edges = 0;
 
-    const auto handled = [&](int i) {
-      return atoms.atomic_number_of_type[atoms.type[i]] > 0;
+    // rows: owned atoms of handled types, then ghosts
+    graph.row_atom.clear();
+    const auto add_rows = [&](int first, int last) {
+      for (int i = first; i < last; ++i) {
+        const bool handled = atoms.atomic_number_of_type[atoms.type[i]] > 0;
+        atom_row[i] = handled ? static_cast<int>(graph.row_atom.size()) : -1;
+        if (handled) graph.row_atom.push_back(i);
+      }
     };
-    for (int i = 0; i < atoms.nall; ++i) atom_row[i] = -1;
-    for (int i = 0; i < atoms.nlocal; ++i)
-      if (handled(i)) add_row(atoms, i, graph, atom_row);
+    add_rows(0, atoms.nlocal);
     graph.n_owned = static_cast<int>(graph.row_atom.size());
-    for (int i = atoms.nlocal; i < atoms.nall; ++i)
-      if (handled(i)) add_row(atoms, i, graph, atom_row);
+    add_rows(atoms.nlocal, atoms.nall);
+    const std::size_t nrows = graph.row_atom.size();
+    graph.positions.resize(3 * nrows);
+    graph.atomic_numbers.resize(nrows);
+    for (std::size_t r = 0; r < nrows; ++r) {
+      const int i = graph.row_atom[r];
+      for (int d = 0; d < 3; ++d) graph.positions[3 * r + d] = atoms.x[i][d];
+      graph.atomic_numbers[r] = atoms.atomic_number_of_type[atoms.type[i]];
+    }
 
+    // edges: every candidate pair is written, and kept (the count advanced) when both atoms
+    // are rows and the pair is within the cutoff, without a branch on the distance
+    std::size_t candidates = 0;
+    for (int ii = 0; ii < list.inum + list.gnum; ++ii) candidates += list.numneigh[list.ilist[ii]];
+    if (list.half) candidates *= 2;
+    graph.edges.resize(2 * candidates);
+    graph.edge_vectors.resize(3 * candidates);
+    int64_t *edge = graph.edges.data();
+    double *vector = graph.edge_vectors.data();
     const double cutsq = cutoff * cutoff;
+    const int n_owned = graph.n_owned;
+    std::size_t kept = 0;
+    const auto write = [&](int sender, int receiver, double dx, double dy, double dz) {
+      edge[2 * kept] = sender;
+      edge[2 * kept + 1] = receiver;
+      vector[3 * kept] = dx;
+      vector[3 * kept + 1] = dy;
+      vector[3 * kept + 2] = dz;
+    };
     for (int ii = 0; ii < list.inum + list.gnum; ++ii) {
       const int i = list.ilist[ii];
       const int receiver = atom_row[i];
       if (receiver < 0) continue;
-      const double *xi = atoms.x[i];
+      const double xi[3] = {atoms.x[i][0], atoms.x[i][1], atoms.x[i][2]};
       const int *neighbors = list.firstneigh[i];
-      for (int jj = 0; jj < list.numneigh[i]; ++jj) {
+      for (int jj = 0, n = list.numneigh[i]; jj < n; ++jj) {
         const int j = neighbors[jj] & list.neighmask;
-        const int sender = atom_row[j];
-        if (sender < 0) continue;
         const double *xj = atoms.x[j];
         const double dx = xi[0] - xj[0], dy = xi[1] - xj[1], dz = xi[2] - xj[2];
-        if (dx * dx + dy * dy + dz * dz >= cutsq) continue;
-        graph.edges.push_back(sender);
-        graph.edges.push_back(receiver);
-        graph.edge_vectors.push_back(dx);
-        graph.edge_vectors.push_back(dy);
-        graph.edge_vectors.push_back(dz);
+        const int sender = atom_row[j];
+        const bool keep = (sender >= 0) & (dx * dx + dy * dy + dz * dz < cutsq);
+        write(sender, receiver, dx, dy, dz);
+        kept += static_cast<std::size_t>(keep);
+        if (list.half) {    // the reverse edge, when its receiver is owned too
+          write(receiver, sender, -dx, -dy, -dz);
+          kept += static_cast<std::size_t>(keep & (sender < n_owned));
+        }
       }
     }
+    graph.edges.resize(2 * kept);
+    graph.edge_vectors.resize(3 * kept);
+  }
+
+  void pad_graph(Graph &graph, int64_t row_capacity, int64_t edge_capacity, double cutoff)
+  {
+    const int64_t rows = graph.num_rows(), edges = graph.num_edges();
+    graph.padding_rows = row_capacity - rows;
+    graph.padding_edges = edge_capacity - edges;
+    graph.positions.resize(3 * row_capacity);
+    graph.atomic_numbers.resize(row_capacity);
+    std::fill(graph.positions.begin() + 3 * rows, graph.positions.end(), 0.0);
+    std::fill(graph.atomic_numbers.begin() + rows, graph.atomic_numbers.end(), 0);
+    graph.edges.resize(2 * edge_capacity);
+    graph.edge_vectors.resize(3 * edge_capacity);
+    std::fill(graph.edges.begin() + 2 * edges, graph.edges.end(), row_capacity - 1);
+    for (int64_t e = edges; e < edge_capacity; ++e) {
+      graph.edge_vectors[3 * e] = cutoff;
+      graph.edge_vectors[3 * e + 1] = graph.edge_vectors[3 * e + 2] = 0.0;
+    }
+  }
+
+  int64_t grown_capacity(int64_t capacity, int64_t need, double growth, bool strict)
+  {
+    if (strict ? need < capacity : need <= capacity) return capacity;
+    constexpr int64_t STRIDE = 16;
+    const int64_t grown = static_cast<int64_t>(static_cast<double>(need) * growth) + 1;
+    return (grown + STRIDE - 1) / STRIDE * STRIDE;
   }
 
   void build_periodic_graph(const std::vector<double> &positions,
@@ -92,6 +135,7 @@ namespace NVAlchemi {
     graph.atomic_numbers.clear();
     graph.edges.clear();
     graph.edge_vectors.clear();
+    graph.padding_rows = graph.padding_edges = 0;
     const int natoms = static_cast<int>(atomic_numbers.size());
     for (int i = 0; i < natoms; ++i) {
       if (atomic_numbers[i] <= 0) continue;
@@ -214,15 +258,33 @@ namespace NVAlchemi {
                   &atoms[static_cast<std::size_t>(graph.row_atom[r]) * width]);
   }
 
-  void edge_forces(const Graph &graph, const std::vector<double> &edge_gradients,
+  void edge_forces(const Graph &graph, const double *edge_gradients,
                    std::vector<double> &row_forces)
   {
     row_forces.assign(static_cast<std::size_t>(3 * graph.num_rows()), 0.0);
-    for (int64_t e = 0; e < graph.num_edges(); ++e) {
-      const int64_t sender = graph.edges[2 * e], receiver = graph.edges[2 * e + 1];
+    if (!edge_gradients) return;
+    const int64_t *edges = graph.edges.data();
+    for (int64_t e = 0, n = graph.num_edges(); e < n; ++e) {
+      const double *g = edge_gradients + 3 * e;
+      double *receiver = &row_forces[3 * edges[2 * e + 1]], *sender = &row_forces[3 * edges[2 * e]];
       for (int d = 0; d < 3; ++d) {
-        row_forces[3 * receiver + d] -= edge_gradients[3 * e + d];
-        row_forces[3 * sender + d] += edge_gradients[3 * e + d];
+        receiver[d] -= g[d];
+        sender[d] += g[d];
+      }
+    }
+  }
+
+  void add_edge_forces(const Graph &graph, const double *edge_gradients, double *const *f)
+  {
+    if (!edge_gradients) return;
+    const int64_t *edges = graph.edges.data();
+    const int *row_atom = graph.row_atom.data();
+    for (int64_t e = 0, n = graph.num_edges(); e < n; ++e) {
+      const double *g = edge_gradients + 3 * e;
+      double *receiver = f[row_atom[edges[2 * e + 1]]], *sender = f[row_atom[edges[2 * e]]];
+      for (int d = 0; d < 3; ++d) {
+        receiver[d] -= g[d];
+        sender[d] += g[d];
       }
     }
   }

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -29,22 +31,48 @@ namespace NVAlchemi {
     const int *numneigh;
     int *const *firstneigh;
     int neighmask;    // LAMMPS' NEIGHMASK: strips special-bond bits off neighbor indices
+    // a half list without newton (each owned pair once, each owned-ghost pair in the owned
+    // atom's list): a pair of owned atoms gives both edges; owned lists only
+    bool half = false;
   };
+
+  // An allocator whose value-construction leaves the element uninitialized, so that resize()
+  // on a buffer the builders then overwrite costs no fill.
+  template <typename T> struct UninitializedAllocator : std::allocator<T> {
+    template <typename U> struct rebind {
+      using other = UninitializedAllocator<U>;
+    };
+    UninitializedAllocator() = default;
+    template <typename U> UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+    template <typename U> void construct(U *p) noexcept { ::new (static_cast<void *>(p)) U; }
+    template <typename U, typename... Args> void construct(U *p, Args &&...args)
+    { ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...); }
+  };
+  template <typename T> using Buffer = std::vector<T, UninitializedAllocator<T>>;
 
   // Rows are the atoms the model sees: owned atoms of handled types first (in LAMMPS index
   // order), then ghosts of handled types. Edges run sender -> receiver for every atom of the
   // list (owned receivers; ghost receivers too with a ghost list), and every edge is strictly
-  // shorter than the cutoff.
+  // shorter than the cutoff. Edges come in list order, which is not sorted by receiver.
+  //
+  // With static shapes (pad_graph), the arrays the model gets hold padding after the real rows
+  // and edges: dead rows (atomic number 0, at the origin) and dead edges (self-loops of the
+  // last dead row, one cutoff long), which no real row or edge references.
   struct Graph {
     int n_owned = 0;
-    std::vector<int> row_atom;              // LAMMPS index of each row
-    std::vector<double> positions;          // [rows][3]
-    std::vector<int64_t> atomic_numbers;    // [rows]
-    std::vector<int64_t> edges;             // [edges][2]: sender row, receiver row
-    std::vector<double> edge_vectors;       // [edges][3]: r[receiver] - r[sender]
+    std::vector<int> row_atom;         // LAMMPS index of each real row
+    Buffer<double> positions;          // [tensor rows][3]
+    Buffer<int64_t> atomic_numbers;    // [tensor rows]
+    Buffer<int64_t> edges;             // [tensor edges][2]: sender row, receiver row
+    Buffer<double> edge_vectors;       // [tensor edges][3]: r[receiver] - r[sender]
+    int64_t padding_rows = 0, padding_edges = 0;
 
+    // real rows (atoms) and edges
     int64_t num_rows() const { return static_cast<int64_t>(row_atom.size()); }
-    int64_t num_edges() const { return static_cast<int64_t>(edges.size() / 2); }
+    int64_t num_edges() const { return static_cast<int64_t>(edges.size() / 2) - padding_edges; }
+    // rows and edges of the model's input tensors, padding included
+    int64_t tensor_rows() const { return num_rows() + padding_rows; }
+    int64_t tensor_edges() const { return static_cast<int64_t>(edges.size() / 2); }
   };
 
   // LAMMPS order of the 6 virial components (xx yy zz xy xz yz) in a row-major [3,3] tensor
@@ -63,6 +91,14 @@ namespace NVAlchemi {
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
                    std::vector<int> &atom_row);
 
+  // Static shapes: pads `graph` to `row_capacity` rows (> num_rows(): the last one is the dead
+  // row that dead edges loop on) and `edge_capacity` edges (>= num_edges()).
+  void pad_graph(Graph &graph, int64_t row_capacity, int64_t edge_capacity, double cutoff);
+
+  // The toolkit's grow-only capacity (its resolve_cap): `capacity` if `need` fits (strictly
+  // below it when `strict`), else need * growth, plus one, rounded up to a multiple of 16.
+  int64_t grown_capacity(int64_t capacity, int64_t need, double growth, bool strict);
+
   // The graph of a whole system in one process, without ghost rows: every atom of a handled
   // species (atomic_numbers > 0) is an owned row, in input order, and periodic images enter
   // as edge vectors that carry the lattice shift (the single-process reference of
@@ -79,9 +115,13 @@ namespace NVAlchemi {
 
   // Forces on the rows from the gradient of an energy with respect to the edge vectors: an
   // edge r = x_receiver - x_sender with gradient g pulls -g on its receiver and +g on its
-  // sender. `row_forces` gets [rows][3] values, overwritten.
-  void edge_forces(const Graph &graph, const std::vector<double> &edge_gradients,
+  // sender. `row_forces` gets [rows][3] values, overwritten. `edge_gradients` holds
+  // [edges][3] values, or none for an energy that does not depend on the edges.
+  void edge_forces(const Graph &graph, const double *edge_gradients,
                    std::vector<double> &row_forces);
+
+  // The same forces added straight into LAMMPS' per-atom forces f[atom][3] (ghost atoms too).
+  void add_edge_forces(const Graph &graph, const double *edge_gradients, double *const *f);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

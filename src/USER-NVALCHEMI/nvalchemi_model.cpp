@@ -40,24 +40,55 @@ namespace NVAlchemi {
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
                                  bool differentiate)
   {
-    const int64_t nrows = graph.num_rows();
-    const int64_t nedges = graph.num_edges();
+    const int64_t nrows = graph.tensor_rows();
+    const int64_t nedges = graph.tensor_edges();
+    const auto view = [](const auto &buffer, c10::IntArrayRef shape, torch::Dtype type) {
+      using T = typename std::decay_t<decltype(buffer)>::value_type;
+      return torch::from_blob(const_cast<T *>(buffer.data()), shape, type);
+    };
     ContractInputs in;
-    in.tensors[0] = to_tensor(graph.positions, {nrows, 3}, torch::kFloat64, real);
-    in.tensors[1] = to_tensor(graph.atomic_numbers, {nrows}, torch::kInt64, torch::kInt64);
-    in.tensors[2] = to_tensor(graph.edges, {nedges, 2}, torch::kInt64, torch::kInt64);
-    in.tensors[3] = to_tensor(graph.edge_vectors, {nedges, 3}, torch::kFloat64, real);
+    in.tensors[0] = view(graph.positions, {nrows, 3}, torch::kFloat64).to(real);
+    in.tensors[1] = view(graph.atomic_numbers, {nrows}, torch::kInt64);
+    in.tensors[2] = view(graph.edges, {nedges, 2}, torch::kInt64);
+    in.tensors[3] = view(graph.edge_vectors, {nedges, 3}, torch::kFloat64).to(real);
     // a model that brings its own forces may still call requires_grad_() on its inputs
     in.tensors[3].requires_grad_(differentiate);
     in.tensors[4] = to_tensor(lattice_values(cell), {1, 3, 3}, torch::kFloat64, real);
     in.tensors[5] = pbc_tensor(cell);
     in.tensors[6] = torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64);
+    for (int k = 0; k < ContractInputs::COUNT; ++k) in.versions[k] = in.tensors[k]._version();
     return in;
   }
 
-  void copy_output(const torch::Tensor &tensor, OutputTensor &out)
+  void check_inputs_unchanged(const ContractInputs &in)
   {
-    const auto t = tensor.detach().to(torch::kFloat64).contiguous();
+    for (int k = 0; k < ContractInputs::COUNT; ++k)
+      if (in.tensors[k]._version() != in.versions[k])
+        throw std::runtime_error(std::string("the model changed its input '") +
+                                 ContractInputs::NAMES[k] +
+                                 "' in place; inputs are the package's buffers, read-only to the "
+                                 "model: compute on a copy (.clone()) or out of place");
+  }
+
+  torch::Tensor real_rows(const torch::Tensor &tensor, const Graph &graph)
+  {
+    if (graph.padding_rows == 0 || tensor.dim() == 0 || tensor.size(0) != graph.tensor_rows())
+      return tensor;
+    return tensor.narrow(0, 0, graph.num_rows());
+  }
+
+  SharedValues edge_gradient_values(const torch::Tensor &gradient, const Graph &graph)
+  {
+    if (!gradient.defined()) return {};
+    auto g = std::make_shared<torch::Tensor>(
+        gradient.narrow(0, 0, graph.num_edges()).to(torch::kFloat64).contiguous());
+    const double *values = g->data_ptr<double>();
+    return {std::shared_ptr<const double>(std::move(g), values), 3 * graph.num_edges()};
+  }
+
+  void copy_output(const torch::Tensor &tensor, const Graph &graph, OutputTensor &out)
+  {
+    const auto t = real_rows(tensor.detach(), graph).to(torch::kFloat64).contiguous();
     out.shape.assign(t.sizes().begin(), t.sizes().end());
     out.values.assign(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
   }
@@ -98,7 +129,6 @@ namespace NVAlchemi {
         ExchangeScope scope(exchanger);
         rethrow_torch_errors([&] {
           auto start = Clock::now();
-          const int64_t nrows = graph.num_rows();
           ContractInputs in = contract_inputs(graph, cell, dtype, share.differentiate);
           c10::Dict<std::string, torch::Tensor> inputs;
           for (int k = 0; k < ContractInputs::COUNT; ++k)
@@ -113,33 +143,28 @@ namespace NVAlchemi {
           if (!dict.contains(share.key))
             throw std::runtime_error("the model's output has no '" + share.key +
                                      "' entry, the energy its spec names");
-          auto energy = dict.at(share.key).toTensor();
+          auto energy = real_rows(dict.at(share.key).toTensor(), graph);
           if (share.owned_rows) {
-            if (energy.dim() == 0 || energy.size(0) != nrows)
+            if (energy.dim() == 0 || energy.size(0) != graph.num_rows())
               throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
-                                       std::to_string(nrows) + ")");
+                                       std::to_string(graph.tensor_rows()) + ")");
             energy = energy.narrow(0, 0, graph.n_owned);
           }
           const auto total = energy.sum() * share.weight;
           outputs.energy_share = total.item<double>();
 
-          outputs.edge_gradients.clear();
-          if (share.differentiate) {
-            torch::Tensor gradient;
-            if (total.requires_grad())
-              gradient = torch::autograd::grad({total}, {in.edge_vectors()}, {},
-                                               /*retain_graph=*/false,
-                                               /*create_graph=*/false, /*allow_unused=*/true)[0];
-            if (!gradient.defined()) gradient = torch::zeros_like(in.edge_vectors());
-            const auto g = gradient.to(torch::kFloat64).contiguous();
-            outputs.edge_gradients.assign(g.data_ptr<double>(),
-                                          g.data_ptr<double>() + 3 * graph.num_edges());
-          }
+          outputs.edge_gradients = {};
+          if (share.differentiate && total.requires_grad())
+            outputs.edge_gradients = edge_gradient_values(
+                torch::autograd::grad({total}, {in.edge_vectors()}, {}, /*retain_graph=*/false,
+                                      /*create_graph=*/false, /*allow_unused=*/true)[0],
+                graph);
+          check_inputs_unchanged(in);
 
           start = Clock::now();
           outputs.tensors.clear();
           for (const auto &item : dict)
-            copy_output(item.value().toTensor(), outputs.tensors[item.key().toStringRef()]);
+            copy_output(item.value().toTensor(), graph, outputs.tensors[item.key().toStringRef()]);
           outputs.marshal_seconds += seconds_since(start);
         });
       }

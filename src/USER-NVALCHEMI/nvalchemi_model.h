@@ -34,10 +34,21 @@ namespace NVAlchemi {
     bool differentiate = true;    // false: the model returns its own forces
   };
 
+  // Read-only values that live in memory LibTorch owns (a tensor), kept alive by the view.
+  struct SharedValues {
+    std::shared_ptr<const double> data;    // nullptr: no values
+    int64_t count = 0;
+    const double *get() const { return data.get(); }
+    int64_t size() const { return count; }
+    bool empty() const { return count == 0; }
+    const double &operator[](int64_t k) const { return data.get()[k]; }
+  };
+
   struct ModelOutputs {
     std::map<std::string, OutputTensor> tensors;    // every output the model returned
-    std::vector<double> edge_gradients;             // [edges][3]: dL_r / d edge_vectors
-    double energy_share = 0.0;                      // L_r
+    // [edges][3]: dL_r / d edge_vectors of the real edges; none when L_r does not depend on them
+    SharedValues edge_gradients;
+    double energy_share = 0.0;       // L_r
     double marshal_seconds = 0.0;    // spent converting inputs to tensors and outputs back
   };
 

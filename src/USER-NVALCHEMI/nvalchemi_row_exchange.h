@@ -37,7 +37,7 @@ namespace NVAlchemi {
         graph(graph), comm(comm), complete(owned_rows_complete)
     {
     }
-    int64_t num_rows() const override { return graph.num_rows(); }
+    int64_t num_rows() const override { return graph.tensor_rows(); }
     int64_t num_owned() const override { return graph.n_owned; }
     void refresh(double *rows, int width) override;
     void sum_into_owners(double *rows, int width) override;

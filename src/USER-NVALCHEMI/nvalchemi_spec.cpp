@@ -149,29 +149,6 @@ namespace NVAlchemi {
     return r;
   }
 
-  MLIPSpec MLIPSpec::acting() const
-  {
-    MLIPSpec a = *this;
-    a.compile.static_shapes.reset();
-    a.compile.atom_capacity_growth.reset();
-    a.compile.edge_capacity_growth.reset();
-    return a;
-  }
-
-  std::string MLIPSpec::inactive_fields() const
-  {
-    std::string text;
-    const auto add = [&](const char *name, const std::string &value) {
-      text += (text.empty() ? "compile." : ", compile.") + std::string(name) + " " + value;
-    };
-    if (compile.static_shapes) add("static_shapes", *compile.static_shapes ? "true" : "false");
-    if (compile.atom_capacity_growth)
-      add("atom_capacity_growth", json(*compile.atom_capacity_growth).dump());
-    if (compile.edge_capacity_growth)
-      add("edge_capacity_growth", json(*compile.edge_capacity_growth).dump());
-    return text.empty() ? "none set" : text;
-  }
-
   StrategyKind MLIPSpec::strategy() const
   { return halo == HaloMode::GP ? StrategyKind::GRAPH_PARTITION : StrategyKind::HALO; }
 

@@ -83,12 +83,6 @@ namespace NVAlchemi {
     StrategyKind strategy() const;
     bool needs_exchange() const;    // halo layerwise or gp: the model calls the exchange ops
 
-    // The compile policy's static_shapes and capacity growth factors are read, composed and
-    // round-tripped, but this version does not act on them: acting() is the spec without them,
-    // inactive_fields() their values ("compile.static_shapes false, ...").
-    MLIPSpec acting() const;
-    std::string inactive_fields() const;
-
     // JSON text with a "version" key; from_json accepts what to_json writes, a preset name plus
     // overrides ({"preset": "SPEC_LJ_HALO", ...}) and the toolkit's MLIPSpec.to_dict() (version
     // 2, read by from_toolkit). Both throw std::invalid_argument naming the offending key on

@@ -22,21 +22,32 @@ namespace NVAlchemi {
     static constexpr int COUNT = 7;
     static const char *const NAMES[COUNT];
     torch::Tensor tensors[COUNT];    // positions ... n_owned
+    int64_t versions[COUNT];         // their version counters when made (in-place writes bump)
     torch::Tensor &edge_vectors() { return tensors[3]; }
   };
 
-  // Copies of the graph's buffers (the model can neither alias nor write into them) as tensors,
-  // real-valued ones in `real`; edge_vectors requires grad when `differentiate`.
+  // The graph's arrays (padding included) as tensors, real-valued ones in `real`;
+  // edge_vectors requires grad when `differentiate`. In double precision they are views of the
+  // graph's buffers, not copies: check_inputs_unchanged() then stops a model that wrote into one.
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
                                  bool differentiate);
+  // Throws std::runtime_error naming an input the model changed in place.
+  void check_inputs_unchanged(const ContractInputs &in);
+
+  // A per-row tensor ([tensor rows, ...]) without its padding rows; other tensors unchanged.
+  torch::Tensor real_rows(const torch::Tensor &tensor, const Graph &graph);
+
+  // The gradient [tensor edges, 3] of the real edges as double precision values shared with
+  // LibTorch (no copy when it already is); an undefined gradient gives no values.
+  SharedValues edge_gradient_values(const torch::Tensor &gradient, const Graph &graph);
 
   // Seconds since `start`, for ModelOutputs::marshal_seconds.
   using Clock = std::chrono::steady_clock;
   inline double seconds_since(Clock::time_point start)
   { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-  // `tensor` as double precision, row-major, into `out`.
-  void copy_output(const torch::Tensor &tensor, OutputTensor &out);
+  // `tensor` as double precision, row-major, without padding rows, into `out`.
+  void copy_output(const torch::Tensor &tensor, const Graph &graph, OutputTensor &out);
 
   // The exchanger the ops see, for the duration of one forward and backward pass.
   struct ExchangeScope {

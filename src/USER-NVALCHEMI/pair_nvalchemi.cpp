@@ -79,7 +79,8 @@ struct PairNVAlchemi::State {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
-  std::vector<double> row_forces;    // [rows][3] scratch
+  int64_t row_capacity = 0, edge_capacity = 0;    // static shapes: padded sizes so far
+  std::vector<double> row_forces;                 // [rows][3] scratch
   std::unique_ptr<AtomCommunication> atom_comm;
   std::unique_ptr<NVAlchemi::RowExchange> exchange;
   bool narrow_comm_reported = false;
@@ -115,8 +116,8 @@ void stop_on_output_error(LAMMPS *lmp, const std::string &model_file, F &&body)
 /* ---------------------------------------------------------------------- */
 
 PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
-    Pair(lmp), state(new State), cutoff(0.0), saved_cutghostuser(-1.0), comm_values(nullptr),
-    comm_width(0), comm_offset(0)
+    Pair(lmp), state(new State), cutoff(0.0), threads(0), saved_cutghostuser(-1.0),
+    comm_values(nullptr), comm_width(0), comm_offset(0)
 {
   single_enable = 0;
   restartinfo = 0;
@@ -157,7 +158,8 @@ void PairNVAlchemi::allocate()
 
 /* ----------------------------------------------------------------------
    pair_style nvalchemi <model.pt> [spec <preset>] [halo <mode>]
-     [forces model|node_energy|global_energy] [output <name> <kind> <reduce>] ...
+     [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N]
+     [output <name> <kind> <reduce>] ...
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::settings(int narg, char **arg)
@@ -165,6 +167,7 @@ void PairNVAlchemi::settings(int narg, char **arg)
   if (narg < 1) utils::missing_cmd_args(FLERR, "pair_style nvalchemi", error);
 
   NVAlchemi::MLIPSpec preset_keyword, overrides;
+  threads = 0;
   int iarg = 1;
   try {
     while (iarg < narg) {
@@ -184,6 +187,17 @@ void PairNVAlchemi::settings(int narg, char **arg)
       } else if (keyword == "forces") {
         need(1);
         overrides.compile.force_strategy = NVAlchemi::parse_force_strategy(arg[iarg + 1]);
+        iarg += 2;
+      } else if (keyword == "static_shapes") {
+        need(1);
+        overrides.compile.static_shapes = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
+        iarg += 2;
+      } else if (keyword == "threads") {
+        need(1);
+        threads = utils::inumeric(FLERR, arg[iarg + 1], false, lmp);
+        if (threads < 1)
+          error->all(FLERR, iarg + 2,
+                     "pair_style nvalchemi threads must be at least 1 (LibTorch threads per rank)");
         iarg += 2;
       } else if (keyword == "output") {
         need(3);
@@ -281,17 +295,16 @@ void PairNVAlchemi::load_model(const char *file)
   s.atom_comm = std::make_unique<AtomCommunication>(this);
   s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm, ghostneigh == 1);
   s.narrow_comm_reported = false;
+  s.row_capacity = s.edge_capacity = 0;
 
   if (comm->me == 0) {
     std::string species;
     for (int z : meta.species) species += " " + NVAlchemi::element_symbol(z);
     utils::logmesg(lmp,
                    "pair_style nvalchemi ({}): model {} ({}), contract v{}, units {}, {}, cutoff "
-                   "{}, species:{}\neffective spec:\n{}\n  (read and kept, not acted on by this "
-                   "version: {})\n",
+                   "{}, species:{}\neffective spec:\n{}\n",
                    BUILD_ROUTE, file, s.model->format(), meta.contract_version, meta.units,
-                   meta.dtype, meta.cutoff, species, spec.acting().to_json(2),
-                   spec.inactive_fields());
+                   meta.dtype, meta.cutoff, species, spec.to_json(2));
   }
 }
 
@@ -364,11 +377,13 @@ void PairNVAlchemi::init_style()
                      "({} layers x cutoff {} + skin {})\n",
                      comm->cutghostuser, layers, cutoff, neighbor->skin);
   } else {
-    neighbor->add_request(this, NeighConst::REQ_FULL);
+    // a half list without newton: each pair of owned atoms once (both edges come from it),
+    // each owned-ghost pair on both ranks; half the distances of a full list
+    neighbor->add_request(this, NeighConst::REQ_NEWTON_OFF);
     if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
     saved_cutghostuser = -1.0;
   }
-  NVAlchemi::ModelRunner::set_num_threads(comm->nthreads);
+  NVAlchemi::ModelRunner::set_num_threads(threads > 0 ? threads : comm->nthreads);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -395,8 +410,10 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                                    nlocal + atom->nghost};
   const NVAlchemi::NeighborView neighbors{list->inum,       ghostneigh ? list->gnum : 0,
                                           list->ilist,      list->numneigh,
-                                          list->firstneigh, NEIGHMASK};
+                                          list->firstneigh, NEIGHMASK,
+                                          !ghostneigh};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
+  if (*s.spec.compile.static_shapes) pad_to_capacity();
 
   s.exchange->seconds = 0.0;
   s.exchange->refreshes = 0;
@@ -427,6 +444,32 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
   summary.edges = s.graph.num_edges();
   summary.energy_share = s.outputs.energy_share;
+}
+
+/* ----------------------------------------------------------------------
+   static shapes: the model's inputs padded to capacities that only grow,
+   the same on every rank (grown together from the largest need), so that a
+   rank never overflows alone (doc/Howto_nvalchemi_spec.rst)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::pad_to_capacity()
+{
+  State &s = *state;
+  int64_t need[2] = {s.graph.num_rows(), s.graph.num_edges()};
+  MPI_Allreduce(MPI_IN_PLACE, need, 2, MPI_INT64_T, MPI_MAX, world);
+  // rows strictly above the need: the last row is the dead row that padding edges loop on
+  const int64_t rows = NVAlchemi::grown_capacity(s.row_capacity, need[0],
+                                                 *s.spec.compile.atom_capacity_growth, true);
+  const int64_t edges = NVAlchemi::grown_capacity(s.edge_capacity, need[1],
+                                                  *s.spec.compile.edge_capacity_growth, false);
+  if (comm->me == 0 && (rows != s.row_capacity || edges != s.edge_capacity))
+    utils::logmesg(lmp,
+                   "pair_style nvalchemi: static shapes: {} rows and {} edges per rank from step "
+                   "{} (the most any rank needs: {} rows, {} edges)\n",
+                   rows, edges, update->ntimestep, need[0], need[1]);
+  s.row_capacity = rows;
+  s.edge_capacity = edges;
+  NVAlchemi::pad_graph(s.graph, rows, edges, cutoff);
 }
 
 /* ----------------------------------------------------------------------
@@ -503,17 +546,14 @@ void PairNVAlchemi::tally_energy()
 void PairNVAlchemi::tally_edge_forces()
 {
   State &s = *state;
-  double **f = atom->f;
-  const std::vector<int> &row_atom = s.graph.row_atom;
-  NVAlchemi::edge_forces(s.graph, s.outputs.edge_gradients, s.row_forces);
-  for (size_t r = 0; r < row_atom.size(); ++r)
-    for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += s.row_forces[3 * r + d];
-  if (!vflag_either) return;
+  const double *grad = s.outputs.edge_gradients.get();
+  NVAlchemi::add_edge_forces(s.graph, grad, atom->f);
+  if (!vflag_either || !grad) return;
 
   const int nlocal = atom->nlocal;
+  const std::vector<int> &row_atom = s.graph.row_atom;
   const int64_t *edges = s.graph.edges.data();
   const double *rij = s.graph.edge_vectors.data();
-  const double *grad = s.outputs.edge_gradients.data();
   for (int64_t e = 0; e < s.graph.num_edges(); ++e) {
     const double *g = grad + 3 * e;
     const double *r = rij + 3 * e;
@@ -761,7 +801,8 @@ double PairNVAlchemi::memory_usage()
   bytes += static_cast<double>(g.row_atom.capacity() + s.atom_row.capacity()) * sizeof(int);
   bytes += static_cast<double>(g.positions.capacity() + g.edge_vectors.capacity()) * sizeof(double);
   bytes += static_cast<double>(g.atomic_numbers.capacity() + g.edges.capacity()) * sizeof(int64_t);
-  bytes += static_cast<double>(s.outputs.edge_gradients.capacity()) * sizeof(double);
+  if (s.outputs.edge_gradients.get())
+    bytes += static_cast<double>(3 * g.num_edges()) * sizeof(double);
   for (const auto &entry : s.outputs.tensors)
     bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
   for (const auto &entry : s.consolidated)

@@ -73,6 +73,7 @@ class PairNVAlchemi : public Pair {
   struct AtomCommunication;    // forward_copy / reverse_sum for the exchange ops
   State *state;
   double cutoff;
+  int threads;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
   StepSummary summary;
   double saved_cutghostuser;    // comm_modify cutoff before a deep halo raised it; < 0: untouched
 
@@ -86,6 +87,7 @@ class PairNVAlchemi : public Pair {
   void forward_copy(double *values, int width);
   void reverse_sum(double *values, int width);
   const NVAlchemi::OutputSpec &requested_output(const char *name, bool peratom);
+  void pad_to_capacity();
   void check_exchange_calls();
   void report_narrow_comm();
   void tally_energy();

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <memory>
 
 using namespace LAMMPS_NS::NVAlchemi;
 
@@ -236,7 +237,9 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
   const MLIPSpec spec = preset("SPEC_LJ_HALO").resolved();
   const Graph g = two_owned_one_ghost();
   ModelOutputs out;
-  out.edge_gradients = {0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0};
+  const auto gradients =
+      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
+  out.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
   Contribution c;
   std::vector<double> rows;
   rank_share(spec, energy_share(spec, 1), g, out, 1.0, 1, c, rows);

@@ -37,12 +37,12 @@ TEST(Graph, OwnedRowsFirstNullTypesOutEdgesWithinCutoff)
   // rows: owned atoms 0, 2 then ghosts 3, 4; atom 1 has a NULL type
   EXPECT_EQ(graph.n_owned, 2);
   EXPECT_EQ(graph.row_atom, (std::vector<int>{0, 2, 3, 4}));
-  EXPECT_EQ(graph.atomic_numbers, (std::vector<int64_t>{18, 18, 18, 18}));
+  EXPECT_EQ(graph.atomic_numbers, (Buffer<int64_t>{18, 18, 18, 18}));
   EXPECT_EQ(graph.positions[3 * 2], 3.0);
 
   // edges (sender row, receiver row): 4 -> 0 (distance 1); 0 -> 2 is 2.0 >= cutoff; 3 -> 2
-  EXPECT_EQ(graph.edges, (std::vector<int64_t>{3, 0, 2, 1}));
-  EXPECT_EQ(graph.edge_vectors, (std::vector<double>{1, 0, 0, -1, 0, 0}));
+  EXPECT_EQ(graph.edges, (Buffer<int64_t>{3, 0, 2, 1}));
+  EXPECT_EQ(graph.edge_vectors, (Buffer<double>{1, 0, 0, -1, 0, 0}));
   EXPECT_EQ(graph.num_edges(), 2);
 }
 
@@ -146,6 +146,59 @@ TEST(PeriodicGraph, EdgeForcesPullReceiverAndPushSender)
   graph.row_atom = {0, 1, 2};
   graph.edges = {0, 1, 2, 1};    // 0 -> 1, 2 -> 1
   std::vector<double> forces;
-  edge_forces(graph, {1.0, 2.0, 3.0, 0.5, 0.0, -1.0}, forces);
+  const double gradients[6] = {1.0, 2.0, 3.0, 0.5, 0.0, -1.0};
+  edge_forces(graph, gradients, forces);
   EXPECT_EQ(forces, (std::vector<double>{1.0, 2.0, 3.0, -1.5, -2.0, -2.0, 0.5, 0.0, -1.0}));
+}
+
+TEST(StaticShapes, CapacitiesOnlyGrowInStridesOf16)
+{
+  EXPECT_EQ(grown_capacity(0, 100, 1.2, false), 128);      // 100 * 1.2 + 1 = 121, up to 128
+  EXPECT_EQ(grown_capacity(128, 128, 1.2, false), 128);    // fits
+  EXPECT_EQ(grown_capacity(128, 128, 1.2, true), 160);     // rows need one more: 154.6 + 1
+  EXPECT_EQ(grown_capacity(160, 3, 1.2, true), 160);       // never shrinks
+  EXPECT_EQ(grown_capacity(0, 0, 1.2, true), 16);          // an empty rank still has a dead row
+}
+
+TEST(StaticShapes, PaddingIsDeadRowsAndSelfLoopsOfTheLastRow)
+{
+  Fixture fx;
+  AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
+  NeighborView list{3, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
+  Graph graph;
+  std::vector<int> atom_row;
+  build_graph(atoms, list, 1.5, graph, atom_row);
+  pad_graph(graph, 8, 5, 1.5);
+  EXPECT_EQ(graph.num_rows(), 4);
+  EXPECT_EQ(graph.num_edges(), 2);
+  EXPECT_EQ(graph.tensor_rows(), 8);
+  EXPECT_EQ(graph.tensor_edges(), 5);
+  EXPECT_EQ(graph.atomic_numbers, (Buffer<int64_t>{18, 18, 18, 18, 0, 0, 0, 0}));
+  EXPECT_EQ(graph.positions.size(), 24u);
+  EXPECT_EQ(graph.positions[3 * 5], 0.0);
+  EXPECT_EQ(graph.edges, (Buffer<int64_t>{3, 0, 2, 1, 7, 7, 7, 7, 7, 7}));
+  EXPECT_EQ(graph.edge_vectors,
+            (Buffer<double>{1, 0, 0, -1, 0, 0, 1.5, 0, 0, 1.5, 0, 0, 1.5, 0, 0}));
+  // the next build starts without padding
+  build_graph(atoms, list, 1.5, graph, atom_row);
+  EXPECT_EQ(graph.tensor_rows(), 4);
+  EXPECT_EQ(graph.tensor_edges(), 2);
+}
+
+TEST(Graph, HalfListGivesBothEdgesOfOwnedPairsAndOneOfGhostPairs)
+{
+  // the fixture's pairs once each (i < j), as a half list without newton stores them
+  Fixture fx;
+  int n0[2] = {1, 2}, n1[1] = {2}, n2[1] = {3};
+  int *firstneigh[3] = {n0, n1, n2};
+  int numneigh[3] = {2, 1, 1};
+  for (int &t : fx.type) t = 1;
+  AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
+  NeighborView half{3, 0, fx.ilist, numneigh, firstneigh, 0x1FFFFFFF, true};
+  Graph graph;
+  std::vector<int> atom_row;
+  build_graph(atoms, half, 1.5, graph, atom_row);
+  // 0-1 and 1-2 are owned pairs (both edges), 2-3 has the ghost 3 (only the edge into 2)
+  EXPECT_EQ(graph.edges, (Buffer<int64_t>{1, 0, 0, 1, 2, 1, 1, 2, 3, 2}));
+  EXPECT_EQ(graph.edge_vectors, (Buffer<double>{-1, 0, 0, 1, 0, 0, -1, 0, 0, 1, 0, 0, -1, 0, 0}));
 }

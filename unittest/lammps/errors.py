@@ -85,6 +85,15 @@ pair_coeff * * Ar
 """
 
 
+class WritesIntoInput(torch.nn.Module):
+    """Scales its edge vectors in place: the inputs are the package's buffers, read-only."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        senders = inputs["neighbor_list"][:, 0]
+        senders.zero_()
+        return {"atomic_energies": torch.zeros(inputs["positions"].shape[0], dtype=torch.float64)}
+
+
 class HookForcesWhereAtoms(torch.nn.Module):
     """Returns forces only when it sees atoms: in scope local, some ranks do and some do not."""
 
@@ -174,6 +183,8 @@ def make_models(workdir):
     models["bad_spec"] = os.path.join(workdir, "bad_spec.pt")
     save_model(WrongShape(), models["bad_spec"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "halo_mode": "local"})
+    models["writes_into_input"] = os.path.join(workdir, "writes_into_input.pt")
+    save_model(WritesIntoInput(), models["writes_into_input"], cutoff=2.5, species=[18], units="lj")
     models["wrong_shape"] = os.path.join(workdir, "wrong_shape.pt")
     save_model(WrongShape(), models["wrong_shape"], cutoff=2.5, species=[18], units="lj")
     models["not_torchscript"] = os.path.join(workdir, "not_torchscript.pt")
@@ -254,6 +265,13 @@ def cases(lj_model, models):
          r"Halo mode 'gp' \(graph partition\), which the pair_style keywords set, is not supported"),
         ("graph-partition model", dict(ok, model=models["graph_partition"]),
          r"Halo mode 'gp' \(graph partition\), which the spec of model .*graph_partition\.pt sets, is not"),
+        ("model writing into its input", dict(ok, model=models["writes_into_input"]),
+         r"failed on step 0: the model changed its input 'neighbor_list' in place; inputs are the "
+         r"package's buffers, read-only to the model"),
+        ("no LibTorch threads", dict(ok, keywords=" threads 0"),
+         r"pair_style nvalchemi threads must be at least 1 \(LibTorch threads per rank\)"),
+        ("static_shapes not a yes/no", dict(ok, keywords=" static_shapes maybe"),
+         r"Expected boolean parameter instead of 'maybe' in input script or data file"),
         ("pair_modify shift yes", dict(ok, after="pair_modify shift yes\n"),
          r"cannot shift its energy \(pair_modify shift yes\): the model defines its own cutoff"),
         ("pair_modify tail yes", dict(ok, after="pair_modify tail yes\n"),

@@ -58,10 +58,12 @@ def model_file(args):
     return args.layerwise_model if args.mode == "layerwise" else args.deep_model
 
 
-def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj):
+def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj, static_shapes=False):
     model = model_file(args)
     # a model given by --model runs in the halo mode --mode names, whatever its spec says
     keywords = f" halo {args.mode}" if args.model else ""
+    if static_shapes:
+        keywords += " static_shapes yes"
     if with_lj:
         pair = (f"pair_style hybrid/overlay nvalchemi {model}{keywords} lj/cut 2.5\n"
                 "pair_coeff * * nvalchemi Ar Ar\npair_coeff * * lj/cut 1.0 1.0")
@@ -142,6 +144,8 @@ def main():
                              "for an AOTInductor .pt2, its TorchScript twin with the same weights")
     parser.add_argument("--fd", type=int, default=0,
                         help="also compare this many force components with finite differences")
+    parser.add_argument("--static-shapes", action="store_true",
+                        help="run the tested (not the 1-rank) jobs with static_shapes yes: padded inputs")
     parser.add_argument("--no-virial-oracle", action="store_true",
                         help="compare the virial with the 1-rank run only (the oracle's virial "
                              "comes from edge vectors, which misses a model's use of positions)")
@@ -162,7 +166,8 @@ def main():
     with (tempfile.TemporaryDirectory(prefix="nvalchemi-mp-") if not args.keep else _kept(args.keep)) as workdir:
         data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
         single_snaps, _ = lammps_run(args, workdir, "np1", 1, (1, 1, 1), False, data, [0], False)
-        tested_snaps, log = lammps_run(args, workdir, label, args.np, args.grid, args.tiled, data, [0], False)
+        tested_snaps, log = lammps_run(args, workdir, label, args.np, args.grid, args.tiled, data, [0], False,
+                                       args.static_shapes)
         single, tested = unpack(single_snaps[0]), unpack(tested_snaps[0])
         oracle_model = args.oracle_model or model_file(args)
         reference = oracle(oracle_model, single)
@@ -176,10 +181,13 @@ def main():
             check(f"{args.fd} forces on {args.np} ranks vs finite differences", relative_difference(lammps, fd), 1e-7, parity=False)
         if args.mode == "deep" and "halo mode deep raises the ghost cutoff" not in log:
             failures.append("the deep run did not report its raised ghost cutoff")
+        if args.static_shapes and "pair_style nvalchemi: static shapes:" not in log:
+            failures.append("the run with static shapes did not report its capacities")
         if args.steps:
             steps = [0, args.steps]
             one, _ = lammps_run(args, workdir, "traj.np1", 1, (1, 1, 1), False, data, steps, True)
-            many, _ = lammps_run(args, workdir, f"traj.{label}", args.np, args.grid, args.tiled, data, steps, True)
+            many, _ = lammps_run(args, workdir, f"traj.{label}", args.np, args.grid, args.tiled, data, steps, True,
+                                 args.static_shapes)
             a, b = unpack(one[args.steps]), unpack(many[args.steps])
             moved = float(np.max(np.abs(a["positions"] - unpack(one[0])["positions"])))
             print(f"largest displacement over {args.steps} steps: {moved:.3f}")
