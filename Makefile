@@ -1,6 +1,7 @@
 # USER-NVALCHEMI developer entry points (see README.md):
 #   make run    set up everything, then run examples/lj on 2 MPI ranks
 #   make test   set up everything, then run the whole test suite (ctest)
+#   make bench  the benchmarks of bench/ (not part of make test): build/bench/results.{jsonl,md}
 #
 # Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
 # instead of the pinned Debian source), JOBS (parallel compile jobs).
@@ -23,7 +24,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 
 LAMMPS_PACKAGES := USER-NVALCHEMI MOLECULE KSPACE EXTRA-PAIR PLUGIN
 
-.PHONY: all deps export-venvs lammps nvalchemi run test clean
+.PHONY: all deps export-venvs lammps nvalchemi run test bench clean
 
 all: nvalchemi
 
@@ -55,6 +56,9 @@ run: nvalchemi
 
 test: export-venvs nvalchemi
 	ctest --test-dir $(BUILD)/nvalchemi --output-on-failure -j $(JOBS)
+
+bench: nvalchemi
+	$(PYTHON) bench/run.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials --out $(BUILD)/bench
 
 clean:
 	rm -rf $(BUILD)/lammps $(BUILD)/nvalchemi

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
+from harness import melt_commands, peak_rss_mb, peak_rss_wrapper, run_lammps, seconds_per_step  # noqa: E402
 
 INPUT = """{system}pair_style nvalchemi {model}
 pair_coeff * * Ar
@@ -37,14 +37,14 @@ def measure(args, mode, cells, ranks, workdir, extension=".pt"):
     with open(os.path.join(rundir, "in.bench"), "w") as f:
         f.write(INPUT.format(system=melt_commands(cells, 1.5), steps=args.steps, model=model))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600,
-                      wrapper=["/usr/bin/time", "-f", "PEAK_RSS_KB %M"])
+                      wrapper=peak_rss_wrapper(rundir))
     if proc.returncode != 0:
         sys.exit(f"{mode} run failed:\n{proc.stdout[-3000:]}")
     out = proc.stdout
     nlocal = float(re.findall(r"Nlocal:\s+([\d.eE+-]+) ave", out)[-1])
     nghost = float(re.findall(r"Nghost:\s+([\d.eE+-]+) ave", out)[-1])
     energy = float(re.findall(r"^\s+0\s+(\S+)\s*$", out, re.M)[0])
-    rss = max(int(kb) for kb in re.findall(r"PEAK_RSS_KB (\d+)", proc.stderr)) / 1024
+    rss = peak_rss_mb(rundir)
     return {"s_per_step": seconds_per_step(out), "rows_per_rank": nlocal + nghost,
             "owned_per_rank": nlocal, "peak_rss_mb": rss, "energy_step0": energy}
 

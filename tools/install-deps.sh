@@ -10,7 +10,7 @@ build_dir=${1:?usage: install-deps.sh <build-dir>}
 mkdir -p "$build_dir"
 build_dir=$(cd "$build_dir" && pwd)
 
-apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev libgtest-dev)
+apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev libgtest-dev time)
 lammps_version=20260704+dfsg-2
 lammps_tarball=lammps_20260704+dfsg.orig.tar.gz
 lammps_sha256=cddbc45a047416bd48a4a0b87f24a5b61b3446982b74d18cafe619c22b17eb62

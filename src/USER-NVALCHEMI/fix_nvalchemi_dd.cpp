@@ -63,6 +63,11 @@ enum Stat {
   DRIFT,
   VALIDATE_DIFFERENCE,
   CLAMPED,
+  GRAPH_TIME,
+  TENSORS_TIME,
+  FORWARD_TIME,
+  BACKWARD_TIME,
+  TALLY_TIME,
   NUM_STATS
 };
 
@@ -451,20 +456,24 @@ void FixNVAlchemiDD::update_stats()
 {
   Impl &h = *impl;
   double edges = 0.0;
-  double times[3] = {0.0, 0.0, 0.0};
+  // each time summed over the models, then its maximum over ranks
+  constexpr int NUM_TIMES = 8;
+  const int time_stat[NUM_TIMES] = {MODEL_TIME,   GLUE_TIME,    EXCHANGE_TIME, GRAPH_TIME,
+                                    TENSORS_TIME, FORWARD_TIME, BACKWARD_TIME, TALLY_TIME};
+  double maxima[2 + NUM_TIMES] = {static_cast<double>(atom->nlocal),
+                                  -static_cast<double>(atom->nlocal)};
+  double *times = maxima + 2;
   for (const PairNVAlchemi *model : h.models) {
     const PairNVAlchemi::StepSummary &step = model->last_step();
     edges += static_cast<double>(step.edges);
-    times[0] += step.model;
-    times[1] += step.glue;
-    times[2] += step.exchange;
+    const double phases[NUM_TIMES] = {step.model,   step.glue,    step.exchange, step.graph,
+                                      step.tensors, step.forward, step.backward, step.tally};
+    for (int t = 0; t < NUM_TIMES; ++t) times[t] += phases[t];
   }
   double sums[4] = {static_cast<double>(atom->nlocal), static_cast<double>(atom->nghost), edges,
                     static_cast<double>(h.owner_changes)};
-  double maxima[5] = {static_cast<double>(atom->nlocal), -static_cast<double>(atom->nlocal),
-                      times[0], times[1], times[2]};
   MPI_Allreduce(MPI_IN_PLACE, sums, 4, MPI_DOUBLE, MPI_SUM, world);
-  MPI_Allreduce(MPI_IN_PLACE, maxima, 5, MPI_DOUBLE, MPI_MAX, world);
+  MPI_Allreduce(MPI_IN_PLACE, maxima, 2 + NUM_TIMES, MPI_DOUBLE, MPI_MAX, world);
 
   double *s = h.stats;
   const double mean = sums[0] / comm->nprocs;
@@ -475,9 +484,7 @@ void FixNVAlchemiDD::update_stats()
   s[GHOSTS] = sums[1];
   s[EDGES] = sums[2];
   s[OWNER_CHANGES] = sums[3];
-  s[MODEL_TIME] = maxima[2];
-  s[GLUE_TIME] = maxima[3];
-  s[EXCHANGE_TIME] = maxima[4];
+  for (int t = 0; t < NUM_TIMES; ++t) s[time_stat[t]] = times[t];
   h.stats_step = update->ntimestep;
 }
 

@@ -138,7 +138,10 @@ namespace NVAlchemi {
           ContractInputs in = contract_inputs(graph, cell, dtype, false);
           const std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           outputs.marshal_seconds = seconds_since(start);
+          start = Clock::now();
           const std::vector<at::Tensor> result = loader->run(inputs);
+          outputs.forward_seconds = seconds_since(start);
+          outputs.backward_seconds = 0.0;    // compiled into the program's run
           check_inputs_unchanged(in);
           const int64_t nrows = graph.tensor_rows(), nedges = graph.tensor_edges();
           if (result.size() != 2 || result[0].numel() != nrows || result[1].numel() != 3 * nedges)
@@ -148,7 +151,8 @@ namespace NVAlchemi {
           start = Clock::now();
           outputs.energy_share =
               result[0].narrow(0, 0, graph.n_owned).sum().item<double>() * share.weight;
-          outputs.tensors.clear();
+          if (outputs.tensors.size() != 1 || outputs.tensors.count(share.key) == 0)
+            outputs.tensors.clear();
           copy_output(result[0], graph, outputs.tensors[share.key]);
           outputs.edge_gradients = edge_gradient_values(result[1].view({nedges, 3}), graph);
           outputs.marshal_seconds += seconds_since(start);

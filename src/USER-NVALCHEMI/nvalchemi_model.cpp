@@ -33,8 +33,13 @@ namespace NVAlchemi {
     torch::Tensor pbc_tensor(const Cell &cell)
     { return torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3}); }
 
-    std::vector<double> lattice_values(const Cell &cell)
-    { return std::vector<double>(&cell.lattice[0][0], &cell.lattice[0][0] + 9); }
+    // the lattice [1, 3, 3] (rows a, b, c), a copy in `real`
+    torch::Tensor cell_tensor(const Cell &cell, torch::Dtype real)
+    {
+      auto view =
+          torch::from_blob(const_cast<double *>(&cell.lattice[0][0]), {1, 3, 3}, torch::kFloat64);
+      return view.to(real, /*non_blocking=*/false, /*copy=*/true);
+    }
   }    // namespace
 
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
@@ -53,7 +58,7 @@ namespace NVAlchemi {
     in.tensors[3] = view(graph.edge_vectors, {nedges, 3}, torch::kFloat64).to(real);
     // a model that brings its own forces may still call requires_grad_() on its inputs
     in.tensors[3].requires_grad_(differentiate);
-    in.tensors[4] = to_tensor(lattice_values(cell), {1, 3, 3}, torch::kFloat64, real);
+    in.tensors[4] = cell_tensor(cell, real);
     in.tensors[5] = pbc_tensor(cell);
     in.tensors[6] = torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64);
     for (int k = 0; k < ContractInputs::COUNT; ++k) in.versions[k] = in.tensors[k]._version();
@@ -135,7 +140,9 @@ namespace NVAlchemi {
             inputs.insert(ContractInputs::NAMES[k], in.tensors[k]);
           outputs.marshal_seconds = seconds_since(start);
 
+          start = Clock::now();
           const c10::IValue result = module.forward({inputs});
+          outputs.forward_seconds = seconds_since(start);
           if (!result.isGenericDict())
             throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
           const auto dict = result.toGenericDict();
@@ -154,15 +161,21 @@ namespace NVAlchemi {
           outputs.energy_share = total.item<double>();
 
           outputs.edge_gradients = {};
+          start = Clock::now();
           if (share.differentiate && total.requires_grad())
             outputs.edge_gradients = edge_gradient_values(
                 torch::autograd::grad({total}, {in.edge_vectors()}, {}, /*retain_graph=*/false,
                                       /*create_graph=*/false, /*allow_unused=*/true)[0],
                 graph);
+          outputs.backward_seconds = seconds_since(start);
           check_inputs_unchanged(in);
 
           start = Clock::now();
-          outputs.tensors.clear();
+          // the same outputs as last step (the usual case) are overwritten in place
+          bool same_keys = outputs.tensors.size() == dict.size();
+          for (const auto &item : dict)
+            same_keys = same_keys && outputs.tensors.count(item.key().toStringRef()) == 1;
+          if (!same_keys) outputs.tensors.clear();
           for (const auto &item : dict)
             copy_output(item.value().toTensor(), graph, outputs.tensors[item.key().toStringRef()]);
           outputs.marshal_seconds += seconds_since(start);
@@ -221,7 +234,7 @@ namespace NVAlchemi {
       if (!batch.atomic_numbers.empty())
         inputs.insert("atomic_numbers",
                       to_tensor(batch.atomic_numbers, {n}, torch::kInt64, torch::kInt64));
-      inputs.insert("cell", to_tensor(lattice_values(batch.cell), {1, 3, 3}, f64, f64));
+      inputs.insert("cell", cell_tensor(batch.cell, f64));
       inputs.insert("pbc", pbc_tensor(batch.cell));
 
       const c10::IValue value = impl->module.forward({inputs});

@@ -48,8 +48,11 @@ namespace NVAlchemi {
     std::map<std::string, OutputTensor> tensors;    // every output the model returned
     // [edges][3]: dL_r / d edge_vectors of the real edges; none when L_r does not depend on them
     SharedValues edge_gradients;
-    double energy_share = 0.0;       // L_r
-    double marshal_seconds = 0.0;    // spent converting inputs to tensors and outputs back
+    double energy_share = 0.0;    // L_r
+    // wall times of the call: converting inputs to tensors and outputs back; the model's forward
+    // and backward (the gradient the package takes; 0 for a program holding its own backward),
+    // exchange calls made in them included
+    double marshal_seconds = 0.0, forward_seconds = 0.0, backward_seconds = 0.0;
   };
 
   // A model file loaded for evaluation, one per pair style instance.

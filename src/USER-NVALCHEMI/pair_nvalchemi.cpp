@@ -414,6 +414,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                                           !ghostneigh};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
   if (*s.spec.compile.static_shapes) pad_to_capacity();
+  summary.graph = platform::walltime() - start;
 
   s.exchange->seconds = 0.0;
   s.exchange->refreshes = 0;
@@ -430,6 +431,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   NVAlchemi::provide_framework_outputs(s.spec, s.share, s.outputs);
   report_narrow_comm();
 
+  const double tally_start = platform::walltime();
   stop_on_output_error(lmp, s.model_file, [&] {
     tally_energy();
     if (s.share.differentiate)
@@ -438,10 +440,14 @@ void PairNVAlchemi::compute(int eflag, int vflag)
       tally_model_forces();
   });
   if (vflag_fdotr) virial_fdotr_compute();
+  summary.tally = platform::walltime() - tally_start;
 
   summary.exchange = s.exchange->seconds;
   summary.model = model_seconds - summary.exchange - s.outputs.marshal_seconds;
   summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
+  summary.tensors = s.outputs.marshal_seconds;
+  summary.forward = s.outputs.forward_seconds;
+  summary.backward = s.outputs.backward_seconds;
   summary.edges = s.graph.num_edges();
   summary.energy_share = s.outputs.energy_share;
 }

@@ -58,9 +58,12 @@ class PairNVAlchemi : public Pair {
 
   // This rank's last step. Wall times in seconds: the model's forward and backward without the
   // exchange ops it made; the exchange ops; glue, the rest of compute() (graph and tensor
-  // building, conversion of the outputs, consolidation, tallies).
+  // building, conversion of the outputs, consolidation, tallies). Its phases: graph (and
+  // padding), tensors (inputs made, outputs converted), forward and backward (exchange calls in
+  // them included), tally (consolidation into LAMMPS' energy, forces and virial).
   struct StepSummary {
     double model = 0.0, exchange = 0.0, glue = 0.0;
+    double graph = 0.0, tensors = 0.0, forward = 0.0, backward = 0.0, tally = 0.0;
     bigint edges = 0;
     double energy_share = 0.0;    // this rank's share of the energy (sums to the total)
   };

@@ -1,11 +1,12 @@
 """Every example runs, on 2 ranks, and does what its opening comment says.
 
 * examples/lj: the LJ model "matches pair_style lj/cut 2.5 to rounding": the same input with
-  lj/cut 2.5 prints the same thermo;
+  lj/cut 2.5 prints the same thermo, and so does the run with "threads 2";
 * examples/spec: the keywords reach the effective spec, c_e equals pe, v_wp (the model's virial
   trace / 3V) equals c_pv (the virial part of the pressure), the per-atom virials are dumped;
 * examples/mp: "swap in schnet_deep.pt ... same answer": the deep model prints the same thermo
-  (over the first 10 steps);
+  (over the first 10 steps); with "static_shapes yes" the thermo is the same and the log reports
+  the capacities;
 * examples/mace: "Add 'halo deep' ...: the thermo is the same" (over the first 20 steps), and
   the run conserves energy;
 * examples/longrange: "add 'halo layerwise' or 'halo deep' ... the thermo is the same", and the
@@ -89,6 +90,8 @@ def main():
             "pair_style      lj/cut 2.5\npair_coeff      * * 1.0 1.0")))
         check("lj", "thermo equals the run with pair_style lj/cut 2.5",
               all(close(model[k], native[k]) for k in native))
+        threaded = thermo(lj.run("lj_threads", lj.variant("lj_ar.pt\n", "lj_ar.pt threads 2\n")))
+        check("lj", "threads 2 gives the same thermo", all(close(model[k], threaded[k]) for k in model))
 
         spec = Example(args, workdir, "spec")
         out = spec.run("spec")
@@ -109,6 +112,10 @@ def main():
         rows = len(deep["Step"])
         check("mp", f"schnet_deep.pt gives the same thermo as schnet_layerwise.pt (steps {deep['Step']})",
               rows == 2 and all(close(layerwise[k][:rows], deep[k]) for k in layerwise))
+        out = mp.run("mp_static", mp.variant("schnet_layerwise.pt ", "schnet_layerwise.pt static_shapes yes "))
+        check("mp", "static_shapes yes gives the same thermo and reports its capacities",
+              "pair_style nvalchemi: static shapes:" in out
+              and all(close(layerwise[k], v) for k, v in thermo(out).items()))
 
         mace = Example(args, workdir, "mace")
         layerwise = thermo(mace.run("mace"))

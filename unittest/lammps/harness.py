@@ -25,6 +25,18 @@ def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
                          f"{exc.stdout or ''}")
 
 
+def peak_rss_wrapper(rundir: str) -> List[str]:
+    """A `wrapper` for run_lammps that appends each rank's peak resident memory (kB) to a file in
+    `rundir` (a file, not stderr: mpirun may drop a rank's last lines of stderr)."""
+    return ["/usr/bin/time", "-a", "-o", os.path.join(rundir, "peak_rss_kb"), "-f", "%M"]
+
+
+def peak_rss_mb(rundir: str) -> float:
+    """The largest peak resident memory of the ranks of a run wrapped by peak_rss_wrapper, in MB."""
+    with open(os.path.join(rundir, "peak_rss_kb")) as f:
+        return max(int(line) for line in f if line.strip().isdigit()) / 1024
+
+
 SYSTEMS = {
     # a perturbed fcc crystal filling the box
     "bulk": ("region box {region} 0 6 0 5 0 5 {tilt}\n"

@@ -1,0 +1,154 @@
+"""Every benchmark of bench/ in one run (`make bench`): JSON lines to <out>/results.jsonl and the
+tables of doc/Howto_nvalchemi_performance.rst to <out>/results.md.
+
+    build/venv/bin/python bench/run.py --lmp build/lammps/lmp --models build/nvalchemi/potentials \\
+        --out build/bench
+
+It writes the zero model (the LJ model's inputs, zero energies: its step is the package's own
+cost) next to the results, then runs lj_overhead.py (the package's cost and the LJ model in both
+formats against lj/cut, 4000 and 16384 atoms, 1 and 2 ranks; LibTorch threads), mp_halo.py
+(layerwise vs deep halo, both formats, 1, 2 and 4 ranks), phase_times.py (fix nvalchemi/dd's
+phase times) and memory_scaling.py (peak memory per atom, 864 to 256000 atoms). --quick runs
+each on tiny systems, to check that the benchmarks work (the test suite does); its figures mean
+nothing. CPU timings of a shared machine: read the ratios, which are measured in one run.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from typing import Dict
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "potentials"))
+from nvalchemi_export import save_model  # noqa: E402
+
+
+class Zero(torch.nn.Module):
+    """The LJ model's contract with zero atomic energies: nothing to differentiate."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        return {"atomic_energies": torch.zeros(inputs["positions"].shape[0], dtype=inputs["edge_vectors"].dtype)}
+
+
+def run(script, *args):
+    cmd = [sys.executable, os.path.join(HERE, script), *map(str, args)]
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def ms(seconds):
+    return f"{1e3 * seconds:.2f}"
+
+
+def markdown(results):
+    by = defaultdict(list)
+    for r in results:
+        by[r["benchmark"]].append(r)
+    out = ["# USER-NVALCHEMI benchmarks (CPU, one run; read the ratios)\n"]
+
+    cost = [r for r in by["lj_overhead"] if r["threads"] == 0]
+    rows = defaultdict(dict)
+    for r in cost:
+        rows[(r["atoms"], r["ranks"])]["lj/cut"] = r["lj_cut_s_per_step"]
+        rows[(r["atoms"], r["ranks"])][r["model"]] = r["nvalchemi_s_per_step"]
+    models = sorted({r["model"] for r in cost}, key=lambda m: (m != "zero_ar.pt", m))
+    out.append("## The package's own cost and the LJ model against lj/cut (ms/step, ratio to lj/cut)\n")
+    out.append(table(["atoms", "ranks", "lj/cut"] + models,
+                     [[a, n, ms(v["lj/cut"])] + [f"{ms(v[m])} ({v[m] / v['lj/cut']:.2f}x)" for m in models]
+                      for (a, n), v in sorted(rows.items())]))
+
+    scaling = []
+    for atoms in sorted({a for a, _ in rows}):
+        if (atoms, 1) in rows and (atoms, 2) in rows:
+            one, two = rows[(atoms, 1)], rows[(atoms, 2)]
+            scaling.append([atoms] + [f"{one[m] / two[m]:.2f}x" for m in ["lj/cut"] + models])
+    out.append("\n## Strong scaling, 1 to 2 ranks (speedup)\n")
+    out.append(table(["atoms", "lj/cut"] + models, scaling))
+
+    threads = [r for r in by["lj_overhead"] if r["threads"] > 0]
+    if threads:
+        out.append("\n## LibTorch threads per rank (pair_style keyword threads), LJ model\n")
+        out.append(table(["model", "atoms", "ranks", "threads", "ms/step", "ratio to lj/cut"],
+                         [[r["model"], r["atoms"], r["ranks"], r["threads"], ms(r["nvalchemi_s_per_step"]),
+                           f"{r['ratio_nvalchemi_over_lj_cut']:.2f}x"] for r in threads]))
+
+    halo = defaultdict(dict)
+    for r in by["mp_halo"]:
+        if "mode" in r:
+            halo[(r["format"], r["atoms"], r["ranks"])][r["mode"]] = r
+    out.append("\n## 3-layer message passing: layerwise vs deep halo (ms/step, rows per rank)\n")
+    out.append(table(["format", "atoms", "ranks", "layerwise", "deep", "layerwise speedup", "rows deep/layerwise"],
+                     [[f, a, n, ms(v["layerwise"]["s_per_step"]), ms(v["deep"]["s_per_step"]),
+                       f"{v['deep']['s_per_step'] / v['layerwise']['s_per_step']:.2f}x",
+                       f"{v['deep']['rows_per_rank'] / v['layerwise']['rows_per_rank']:.2f}"]
+                      for (f, a, n), v in sorted(halo.items())]))
+
+    phases = ["graph", "tensors", "forward", "backward", "exchange", "tally", "glue", "step"]
+    out.append("\n## Phase times per step, fix nvalchemi/dd (ms, largest rank)\n")
+    out.append(table(["model", "atoms", "ranks"] + phases + ["glue share"],
+                     [[r["model"], r["atoms"], r["ranks"]] + [f"{r[p + '_ms']:.2f}" for p in phases]
+                      + [f"{100 * r['glue_share_of_step']:.0f}%"] for r in by["phase_times"]]))
+
+    memory = [r for r in by["memory_scaling"] if "atoms" in r]
+    spread = [r for r in by["memory_scaling"] if "kb_per_atom_largest_over_smallest" in r]
+    out.append("\n## Peak memory per atom, LJ model, 1 rank (kB per atom above the 32-atom run)\n")
+    out.append(table(["atoms", "peak RSS (MB)", "kB per atom", "peak RSS, blocks > 64 KiB returned (MB)", "kB per atom"],
+                     [[r["atoms"], f"{r['peak_rss_mb']:.0f}", f"{r['kb_per_atom_default_malloc']:.2f}",
+                       f"{r['peak_rss_in_use_mb']:.0f}", f"{r['kb_per_atom']:.2f}"] for r in memory]))
+    if spread:
+        out.append(f"\nLargest / smallest kB per atom (memory in use): "
+                   f"{spread[0]['kb_per_atom_largest_over_smallest']:.2f}\n")
+    return "\n".join(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--models", required=True, help="the reference models' folder (lj_ar.pt, schnet_*.pt ...)")
+    parser.add_argument("--out", required=True, help="folder for the zero model and the results")
+    parser.add_argument("--quick", action="store_true", help="tiny systems, one repeat: checks that it all runs")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    lmp = ["--lmp", os.path.abspath(args.lmp), "--mpirun", args.mpirun]
+    model = lambda name: os.path.join(os.path.abspath(args.models), name)  # noqa: E731
+    zero = os.path.join(args.out, "zero_ar.pt")
+    save_model(Zero(), zero, cutoff=2.5, species=[18], units="lj", spec={"preset": "SPEC_LJ_HALO"})
+
+    q = args.quick
+    cells = ["--cells", 3] if q else ["--cells", 10, 16]
+    results = run("lj_overhead.py", *lmp, "--model", zero, model("lj_ar.pt"), model("lj_ar.pt2"), *cells,
+                  "--repeat", 1 if q else 5, "--steps", 5 if q else 50)
+    results += run("lj_overhead.py", *lmp, "--model", model("lj_ar.pt"), "--threads", 1, 2,
+                   "--cells", 3 if q else 10, "--repeat", 1 if q else 2, "--steps", 5 if q else 50)
+    results += run("mp_halo.py", *lmp, "--models", os.path.abspath(args.models), "--format", "pt", "pt2",
+                   *(["--cells", 4, "--ranks", 1, 2, "--steps", 1] if q else ["--cells", 10, "--ranks", 1, 2, 4]))
+    results += run("phase_times.py", *lmp, "--model", model("lj_ar.pt"), model("lj_ar.pt2"),
+                   model("schnet_layerwise.pt"), "--cells", 3 if q else 10, "--steps", 3 if q else 20)
+    results += run("memory_scaling.py", *lmp, "--model", model("lj_ar.pt"),
+                   "--cells", *([3, 4] if q else [6, 10, 16, 25, 40]))
+
+    with open(os.path.join(args.out, "results.jsonl"), "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in results)
+    text = markdown(results)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
