@@ -455,7 +455,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 /* ----------------------------------------------------------------------
    static shapes: the model's inputs padded to capacities that only grow,
    the same on every rank (grown together from the largest need), so that a
-   rank never overflows alone (doc/Howto_nvalchemi_spec.rst)
+   rank never overflows alone (doc/pair_nvalchemi.rst)
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::pad_to_capacity()
