@@ -258,35 +258,41 @@ namespace NVAlchemi {
                   &atoms[static_cast<std::size_t>(graph.row_atom[r]) * width]);
   }
 
+  namespace {
+    // each edge's gradient g: -g onto its receiver's force, +g onto its sender's, where
+    // force_of(row) is the force of a row
+    template <typename ForceOf>
+    void scatter_edge_forces(const Graph &graph, const double *edge_gradients, ForceOf &&force_of)
+    {
+      const int64_t *edges = graph.edges.data();
+      for (int64_t e = 0, n = graph.num_edges(); e < n; ++e) {
+        const double *g = edge_gradients + 3 * e;
+        double *receiver = force_of(edges[2 * e + 1]), *sender = force_of(edges[2 * e]);
+        for (int d = 0; d < 3; ++d) {
+          receiver[d] -= g[d];
+          sender[d] += g[d];
+        }
+      }
+    }
+  }    // namespace
+
   void edge_forces(const Graph &graph, const double *edge_gradients,
                    std::vector<double> &row_forces)
   {
     row_forces.assign(static_cast<std::size_t>(3 * graph.num_rows()), 0.0);
     if (!edge_gradients) return;
-    const int64_t *edges = graph.edges.data();
-    for (int64_t e = 0, n = graph.num_edges(); e < n; ++e) {
-      const double *g = edge_gradients + 3 * e;
-      double *receiver = &row_forces[3 * edges[2 * e + 1]], *sender = &row_forces[3 * edges[2 * e]];
-      for (int d = 0; d < 3; ++d) {
-        receiver[d] -= g[d];
-        sender[d] += g[d];
-      }
-    }
+    scatter_edge_forces(graph, edge_gradients, [&](int64_t row) {
+      return &row_forces[3 * row];
+    });
   }
 
   void add_edge_forces(const Graph &graph, const double *edge_gradients, double *const *f)
   {
     if (!edge_gradients) return;
-    const int64_t *edges = graph.edges.data();
     const int *row_atom = graph.row_atom.data();
-    for (int64_t e = 0, n = graph.num_edges(); e < n; ++e) {
-      const double *g = edge_gradients + 3 * e;
-      double *receiver = f[row_atom[edges[2 * e + 1]]], *sender = f[row_atom[edges[2 * e]]];
-      for (int d = 0; d < 3; ++d) {
-        receiver[d] -= g[d];
-        sender[d] += g[d];
-      }
-    }
+    scatter_edge_forces(graph, edge_gradients, [&](int64_t row) {
+      return f[row_atom[row]];
+    });
   }
 
 }    // namespace NVAlchemi

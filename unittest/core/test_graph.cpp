@@ -22,17 +22,24 @@ struct Fixture {
   int n0[3] = {1, 4, 2}, n1[2] = {0, 2}, n2[3] = {1, 0, 3 | (1 << 30)};
   int *firstneigh[3] = {n0, n1, n2};
   int numneigh[3] = {3, 2, 3};
+  Graph graph;
+  std::vector<int> atom_row;
+
+  // `graph` from all five atoms and the full lists
+  void build(double cutoff)
+  {
+    const AtomsView atoms{x, type, z_of_type, 3, 5};
+    const NeighborView list{3, 0, ilist, numneigh, firstneigh, 0x1FFFFFFF};
+    build_graph(atoms, list, cutoff, graph, atom_row);
+  }
 };
 }    // namespace
 
 TEST(Graph, OwnedRowsFirstNullTypesOutEdgesWithinCutoff)
 {
   Fixture fx;
-  AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
-  NeighborView list{3, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
-  Graph graph;
-  std::vector<int> atom_row;
-  build_graph(atoms, list, 1.5, graph, atom_row);
+  fx.build(1.5);
+  const Graph &graph = fx.graph;
 
   // rows: owned atoms 0, 2 then ghosts 3, 4; atom 1 has a NULL type
   EXPECT_EQ(graph.n_owned, 2);
@@ -49,20 +56,17 @@ TEST(Graph, OwnedRowsFirstNullTypesOutEdgesWithinCutoff)
 TEST(Graph, RebuildReusesBuffersAndEmptyRankWorks)
 {
   Fixture fx;
-  AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
-  NeighborView list{3, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
-  Graph graph;
-  std::vector<int> atom_row;
-  build_graph(atoms, list, 2.5, graph, atom_row);
+  const Graph &graph = fx.graph;
+  fx.build(2.5);
   EXPECT_EQ(graph.num_edges(), 4);
   const double *storage = graph.edge_vectors.data();
-  build_graph(atoms, list, 2.5, graph, atom_row);
+  fx.build(2.5);
   EXPECT_EQ(graph.num_edges(), 4);
   EXPECT_EQ(graph.edge_vectors.data(), storage);
 
   AtomsView empty{fx.x, fx.type, fx.z_of_type, 0, 0};
   NeighborView none{0, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
-  build_graph(empty, none, 2.5, graph, atom_row);
+  build_graph(empty, none, 2.5, fx.graph, fx.atom_row);
   EXPECT_EQ(graph.num_rows(), 0);
   EXPECT_EQ(graph.num_edges(), 0);
 }
@@ -163,11 +167,8 @@ TEST(StaticShapes, CapacitiesOnlyGrowInStridesOf16)
 TEST(StaticShapes, PaddingIsDeadRowsAndSelfLoopsOfTheLastRow)
 {
   Fixture fx;
-  AtomsView atoms{fx.x, fx.type, fx.z_of_type, 3, 5};
-  NeighborView list{3, 0, fx.ilist, fx.numneigh, fx.firstneigh, 0x1FFFFFFF};
-  Graph graph;
-  std::vector<int> atom_row;
-  build_graph(atoms, list, 1.5, graph, atom_row);
+  Graph &graph = fx.graph;
+  fx.build(1.5);
   pad_graph(graph, 8, 5, 1.5);
   EXPECT_EQ(graph.num_rows(), 4);
   EXPECT_EQ(graph.num_edges(), 2);
@@ -180,7 +181,7 @@ TEST(StaticShapes, PaddingIsDeadRowsAndSelfLoopsOfTheLastRow)
   EXPECT_EQ(graph.edge_vectors,
             (Buffer<double>{1, 0, 0, -1, 0, 0, 1.5, 0, 0, 1.5, 0, 0, 1.5, 0, 0}));
   // the next build starts without padding
-  build_graph(atoms, list, 1.5, graph, atom_row);
+  fx.build(1.5);
   EXPECT_EQ(graph.tensor_rows(), 4);
   EXPECT_EQ(graph.tensor_edges(), 2);
 }
