@@ -39,7 +39,9 @@ endfunction()
 
 # nvalchemi_link_torch(<target>): link the LibTorch shared libraries by file, without their
 # include paths and compile flags (a plain `target_link_libraries(... torch)` would put those
-# on every source of <target>).
+# on every source of <target>). A CUDA LibTorch adds torch_cuda and c10_cuda, linked even though
+# no symbol of theirs is referenced (--no-as-needed): loading them is what registers LibTorch's
+# CUDA backend, without which it sees no GPU.
 function(nvalchemi_link_torch target)
   set(libs)
   foreach(lib torch torch_cpu c10)
@@ -47,5 +49,15 @@ function(nvalchemi_link_torch target)
       list(APPEND libs $<TARGET_FILE:${lib}>)
     endif()
   endforeach()
-  target_link_libraries(${target} PRIVATE ${libs})
+  set(cuda_libs)
+  foreach(lib torch_cuda c10_cuda)
+    if(TARGET ${lib})
+      list(APPEND cuda_libs $<TARGET_FILE:${lib}>)
+    endif()
+  endforeach()
+  if(cuda_libs)
+    message(STATUS "USER-NVALCHEMI: LibTorch with CUDA (pair_style nvalchemi ... device cuda)")
+    set(cuda_libs "-Wl,--no-as-needed" ${cuda_libs} "-Wl,--as-needed")
+  endif()
+  target_link_libraries(${target} PRIVATE ${libs} ${cuda_libs})
 endfunction()

@@ -67,9 +67,12 @@ def save_model(
     units: str,
     dtype: torch.dtype = torch.float64,
     spec: Optional[Dict] = None,
+    device: str = "cpu",
 ) -> Dict:
     """Script `module` and save it with its metadata; returns the metadata. A path ending in
-    .pt2 writes an AOTInductor package instead (`save_aoti_model`).
+    .pt2 writes an AOTInductor package instead (`save_aoti_model`), compiled for `device`
+    ("cpu" or "cuda": the pair style's device keyword must match it); a TorchScript model runs
+    on any device, so `device` does not apply to it.
 
     species: atomic numbers the model handles. units: a LAMMPS unit style ("metal", "real",
     "lj", ...). spec: the model's default MLIPSpec as a dict, a preset plus overrides
@@ -78,7 +81,7 @@ def save_model(
     """
     if path.endswith(".pt2"):
         return save_aoti_model(module, path, cutoff=cutoff, species=species, units=units,
-                               dtype=dtype, spec=spec)
+                               dtype=dtype, spec=spec, device=device)
     scripted = torch.jit.script(module.to(dtype).eval())
     return save_scripted_model(scripted, path, cutoff=cutoff, species=species, units=units,
                                dtype=dtype, spec=spec)
@@ -133,20 +136,22 @@ def save_aoti_model(
     dtype: torch.dtype = torch.float64,
     spec: Optional[Dict] = None,
     energy_output: str = "atomic_energies",
+    device: str = "cpu",
 ) -> Dict:
     """Compile `module` with AOTInductor into the package `path` (.pt2) with its metadata;
     returns the metadata. Arguments as for `save_model`; energy_output: the module's output of
     per-atom energies (the only output a .pt2 model returns, with its gradient).
 
-    The program is compiled for this machine's CPU: its instruction set is recorded and
-    checked when LAMMPS loads it (ATEN_CPU_CAPABILITY=avx2 at export time targets older CPUs).
+    The program is compiled for this machine's CPU (its instruction set is recorded and
+    checked when LAMMPS loads it; ATEN_CPU_CAPABILITY=avx2 at export time targets older CPUs),
+    or with device="cuda" for this machine's kind of GPU, run with `pair_style ... device cuda`.
     """
     from torch.export import Dim
     from torch.fx.experimental.proxy_tensor import make_fx
 
     metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype, spec=spec)
-    wrapper = _EnergyAndGradient(module.to(dtype).eval(), energy_output)
-    example = example_inputs(species, cutoff, dtype)
+    wrapper = _EnergyAndGradient(module.to(dtype).to(device).eval(), energy_output)
+    example = tuple(t.to(device) for t in example_inputs(species, cutoff, dtype))
     # autograd.grad cannot be exported directly: trace forward and backward into one graph first
     graph = make_fx(wrapper, tracing_mode="symbolic", _allow_non_fake_inputs=True)(*example)
     # the trace keeps plain tensor attributes (not parameters or buffers) as constants, which

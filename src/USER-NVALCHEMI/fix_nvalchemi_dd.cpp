@@ -27,6 +27,7 @@
 #include "update.h"
 
 #include "nvalchemi_consolidate.h"
+#include "nvalchemi_device.h"
 #include "nvalchemi_drift.h"
 #include "nvalchemi_extxyz.h"
 #include "nvalchemi_gather.h"
@@ -292,6 +293,8 @@ void FixNVAlchemiDD::init()
     if (!model || std::find(h.models.begin(), h.models.end(), model) != h.models.end()) break;
     h.models.push_back(model);
   }
+  // the hook runs where the model does
+  if (h.hook) h.hook->place_on(h.models.empty() ? NVAlchemi::Device() : h.models.front()->device());
   if (h.validate_every && h.models.size() != 1)
     error->all(FLERR, Error::NOLASTLINE,
                "Fix nvalchemi/dd validate needs exactly one pair_style nvalchemi (found {}): it "

@@ -68,20 +68,25 @@ namespace NVAlchemi {
       return true;
     }
 
-    // The package must have been compiled for a machine like this one.
-    void check_target(std::unordered_map<std::string, std::string> &meta)
+    // The package must have been compiled for the device it runs on, on a machine like this one.
+    void check_target(std::unordered_map<std::string, std::string> &meta, const Device &device)
     {
-      const std::string device = meta["AOTI_DEVICE_KEY"];
-      if (!device.empty() && device != "cpu")
-        throw std::runtime_error("the package was compiled for device '" + device +
-                                 "' and this build runs models on the CPU: export it again "
-                                 "with its inputs on the CPU");
+      const std::string compiled_for = meta["AOTI_DEVICE_KEY"].empty() ? "cpu"
+                                                                       : meta["AOTI_DEVICE_KEY"];
+      const std::string runs_on = device.is_cuda() ? "cuda" : "cpu";
+      if (compiled_for != runs_on)
+        throw std::runtime_error("the package was compiled for device '" + compiled_for +
+                                 "' and this pair style runs its model on device '" + device.str() +
+                                 "': use the pair_style keyword device " +
+                                 (compiled_for == "cpu" ? std::string("cpu") : compiled_for) +
+                                 ", or export the package again with its inputs on " + runs_on);
       utsname host{};
       uname(&host);
       const std::string machine = meta["AOTI_MACHINE"];
       if (!machine.empty() && machine != host.machine)
         throw std::runtime_error("the package was compiled for " + machine + " and this is " +
                                  host.machine + ": export it again on a machine of this kind");
+      if (device.is_cuda()) return;    // the instruction sets below are those of CPU kernels
       const auto caps = at::cpu::get_cpu_capabilities();
       std::istringstream words(meta["AOTI_CPU_ISA"]);
       std::string isa, missing;
@@ -97,14 +102,16 @@ namespace NVAlchemi {
 
     class AotiRunner : public ModelRunner {
      public:
-      explicit AotiRunner(const std::string &bytes)
+      AotiRunner(const std::string &bytes, const Device &device) : placement(device)
       {
         rethrow_torch_errors([&] {
           TemporaryPackage package(bytes);
           auto meta = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(
               package.path, "model");
-          check_target(meta);
-          loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package.path);
+          check_target(meta, device);
+          loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+              package.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+              static_cast<c10::DeviceIndex>(device.is_cuda() ? device.index : -1));
           metadata = meta[METADATA_FILE];
           energy_output = meta[ENERGY_OUTPUT];
         });
@@ -113,7 +120,7 @@ namespace NVAlchemi {
       const char *format() const override { return "AOTInductor"; }
       const std::string &metadata_text() const override { return metadata; }
       void set_float64(bool float64) override
-      { dtype = float64 ? torch::kFloat64 : torch::kFloat32; }
+      { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
 
       void check_share(const EnergyShare &share) const override
       {
@@ -135,7 +142,7 @@ namespace NVAlchemi {
         rethrow_torch_errors([&] {
           torch::NoGradGuard no_grad;    // the program holds its own backward pass
           auto start = Clock::now();
-          ContractInputs in = contract_inputs(graph, cell, dtype, false);
+          ContractInputs in = contract_inputs(graph, cell, placement, false);
           const std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           outputs.marshal_seconds = seconds_since(start);
           start = Clock::now();
@@ -148,13 +155,17 @@ namespace NVAlchemi {
             throw std::runtime_error("the AOTInductor program must return (atomic energies [" +
                                      std::to_string(nrows) + "], edge gradients [" +
                                      std::to_string(nedges) + ", 3])");
+          // back to the host together: the energy share, the real edges' gradient, the energies
           start = Clock::now();
-          outputs.energy_share =
-              result[0].narrow(0, 0, graph.n_owned).sum().item<double>() * share.weight;
+          const auto host =
+              placement.to_host({result[0].narrow(0, 0, graph.n_owned).sum() * share.weight,
+                                 result[1].view({nedges, 3}).narrow(0, 0, graph.num_edges()),
+                                 real_rows(result[0], graph)});
+          outputs.energy_share = host[0].item<double>();
+          outputs.edge_gradients = shared_values(host[1]);
           if (outputs.tensors.size() != 1 || outputs.tensors.count(share.key) == 0)
             outputs.tensors.clear();
-          copy_output(result[0], graph, outputs.tensors[share.key]);
-          outputs.edge_gradients = edge_gradient_values(result[1].view({nedges, 3}), graph);
+          copy_output(host[2], outputs.tensors[share.key]);
           outputs.marshal_seconds += seconds_since(start);
         });
       }
@@ -162,12 +173,13 @@ namespace NVAlchemi {
      private:
       std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
       std::string metadata, energy_output;
-      torch::Dtype dtype = torch::kFloat64;
+      Placement placement;
     };
   }    // namespace
 
-  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes)
-  { return std::make_unique<AotiRunner>(package_bytes); }
+  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes,
+                                               const Device &device)
+  { return std::make_unique<AotiRunner>(package_bytes, device); }
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -39,6 +39,16 @@ namespace NVAlchemi {
 
   HookRunner::~HookRunner() = default;
 
+  void HookRunner::place_on(const Device &device)
+  {
+    try {
+      module->place_on(device);
+    } catch (std::exception &e) {
+      error->all(FLERR, Error::NOLASTLINE, "Cannot move fix nvalchemi/dd hook {} to device {}: {}",
+                 module_file, device.str(), e.what());
+    }
+  }
+
   HookRunner::Result HookRunner::run(int groupbit, const std::vector<int> &z_of_type,
                                      bool needs_virial)
   {

@@ -15,6 +15,7 @@
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
+  struct Device;
   class TorchHook;
 
   enum class HookScope { LOCAL, GLOBAL, RANK_ZERO };
@@ -45,6 +46,9 @@ namespace NVAlchemi {
     // `atomic_number_of_type` may be empty (no model names the species); `needs_virial` makes a
     // module without 'virial' an error. Collective.
     Result run(int groupbit, const std::vector<int> &atomic_number_of_type, bool needs_virial);
+
+    // Runs the module on `device` from now on (loaded: cpu).
+    void place_on(const Device &device);
 
     const std::string &file() const { return module_file; }
     HookStage stage() const { return when; }

@@ -6,10 +6,12 @@
 
 #include "comm.h"
 #include "domain.h"
+#include "error.h"
 #include "utils.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -45,6 +47,59 @@ namespace NVAlchemi {
       MPI_Bcast(&bytes[offset], static_cast<int>(std::min<bigint>(CHUNK, size - offset)), MPI_CHAR,
                 0, lmp->world);
     return true;
+  }
+
+  namespace {
+    // this rank's place among the ranks that share its node (MPI_COMM_TYPE_SHARED)
+    void node_local_rank(LAMMPS *lmp, int &rank, int &size)
+    {
+      MPI_Comm node;
+      MPI_Comm_split_type(lmp->world, MPI_COMM_TYPE_SHARED, lmp->comm->me, MPI_INFO_NULL, &node);
+      MPI_Comm_rank(node, &rank);
+      MPI_Comm_size(node, &size);
+      MPI_Comm_free(&node);
+    }
+  }    // namespace
+
+  Device rank_device(LAMMPS *lmp, const Device *requested)
+  {
+    int node_rank = 0, node_size = 1;
+    node_local_rank(lmp, node_rank, node_size);
+    const CudaRuntime runtime = cuda_runtime();
+    Device device;
+    std::string problem;
+    try {
+      device = choose_device(requested, runtime, node_rank);
+    } catch (std::invalid_argument &e) {
+      problem = e.what();
+    }
+    // the same answer on every rank is the usual case: one message; else the ranks that failed
+    int failed = problem.empty() ? 0 : 1, ranks_failed = 0;
+    MPI_Allreduce(&failed, &ranks_failed, 1, MPI_INT, MPI_SUM, lmp->world);
+    if (ranks_failed == lmp->comm->nprocs)
+      lmp->error->all(FLERR, "pair_style nvalchemi {}", problem);
+    if (failed)
+      lmp->error->one(FLERR, "pair_style nvalchemi {} (on rank {})", problem, lmp->comm->me);
+    if (ranks_failed) MPI_Barrier(lmp->world);    // until the failed ranks' error ends the run
+
+    int crowded = device.is_cuda() && node_size > runtime.device_count ? node_size : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &crowded, 1, MPI_INT, MPI_MAX, lmp->world);
+    if (lmp->comm->me != 0) return device;
+    if (!device.is_cuda())
+      utils::logmesg(lmp, "pair_style nvalchemi: device cpu ({})\n",
+                     requested ? "as requested" : "LibTorch sees no GPU");
+    else
+      utils::logmesg(lmp, "pair_style nvalchemi: device {} on rank 0; {} GPU(s) visible, {}\n",
+                     device.str(), runtime.device_count,
+                     requested && requested->index >= 0
+                         ? "every rank on the one requested"
+                         : "each rank on GPU (its rank on the node) mod that count");
+    if (crowded)
+      lmp->error->warning(FLERR,
+                          "pair_style nvalchemi: {} ranks on a node share {} GPU(s), each holding "
+                          "a copy of the model; one rank per GPU is usually fastest",
+                          crowded, runtime.device_count);
+    return device;
   }
 
 }    // namespace NVAlchemi

@@ -10,9 +10,13 @@
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_ops.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
 
 namespace LAMMPS_NS {
@@ -21,15 +25,68 @@ namespace NVAlchemi {
   const char *const ContractInputs::NAMES[ContractInputs::COUNT] = {
       "positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell", "pbc", "n_owned"};
 
-  namespace {
-    template <typename T>
-    torch::Tensor to_tensor(const std::vector<T> &values, c10::IntArrayRef shape,
-                            torch::Dtype source, torch::Dtype target)
-    {
-      auto view = torch::from_blob(const_cast<T *>(values.data()), shape, source);
-      return view.to(target, /*non_blocking=*/false, /*copy=*/true);
-    }
+  CudaRuntime cuda_runtime()
+  { return {at::hasCUDA(), static_cast<int>(torch::cuda::device_count())}; }
 
+  torch::Device torch_device(const Device &device)
+  {
+    if (!device.is_cuda()) return torch::kCPU;
+    return {torch::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, device.index))};
+  }
+
+  Placement::Placement(const Device &device) : where(torch_device(device))
+  {
+    // float32 on a GPU stays IEEE float32: no TF32 in matrix products or cuDNN (the toolkit's
+    // pin_fp32)
+    if (device.is_cuda()) {
+      at::globalContext().setAllowTF32CuBLAS(false);
+      at::globalContext().setAllowTF32CuDNN(false);
+    }
+  }
+
+  torch::Tensor Placement::input(int slot, const void *data, c10::IntArrayRef shape,
+                                 torch::Dtype type, bool real_valued)
+  {
+    const torch::Dtype target = real_valued ? real : type;
+    auto view = torch::from_blob(const_cast<void *>(data), shape, type);
+    if (where.is_cpu()) return view.to(target);    // the view itself when target is its dtype
+    // a pinned host copy, then an asynchronous copy to the device (ordered before the model's
+    // kernels on the same stream; the outputs' copy back ends the step in sync)
+    const int64_t bytes = view.numel() * static_cast<int64_t>(view.element_size());
+    if (static_cast<int>(staging.size()) <= slot) staging.resize(slot + 1);
+    torch::Tensor &pinned = staging[slot];
+    if (!pinned.defined() || pinned.numel() < bytes)
+      pinned = torch::empty({bytes + bytes / 4},
+                            torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+    if (bytes > 0) std::memcpy(pinned.data_ptr(), data, bytes);
+    const auto staged = pinned.narrow(0, 0, bytes).view(type).view(shape);
+    return staged.to(where, target, /*non_blocking=*/true);
+  }
+
+  torch::Tensor Placement::small(const torch::Tensor &host) const
+  { return where.is_cpu() ? host : host.to(where); }
+
+  std::vector<torch::Tensor> Placement::to_host(const std::vector<torch::Tensor> &tensors) const
+  {
+    std::vector<torch::Tensor> host;
+    host.reserve(tensors.size());
+    if (where.is_cpu()) {
+      for (const auto &t : tensors) host.push_back(t.detach().to(torch::kFloat64).contiguous());
+      return host;
+    }
+    std::vector<torch::Tensor> flat;
+    flat.reserve(tensors.size());
+    for (const auto &t : tensors) flat.push_back(t.detach().to(where, torch::kFloat64).reshape(-1));
+    const auto all = torch::cat(flat).to(torch::kCPU);
+    int64_t offset = 0;
+    for (const auto &t : tensors) {
+      host.push_back(all.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+    return host;
+  }
+
+  namespace {
     torch::Tensor pbc_tensor(const Cell &cell)
     { return torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3}); }
 
@@ -42,25 +99,23 @@ namespace NVAlchemi {
     }
   }    // namespace
 
-  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
+  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, Placement &placement,
                                  bool differentiate)
   {
     const int64_t nrows = graph.tensor_rows();
     const int64_t nedges = graph.tensor_edges();
-    const auto view = [](const auto &buffer, c10::IntArrayRef shape, torch::Dtype type) {
-      using T = typename std::decay_t<decltype(buffer)>::value_type;
-      return torch::from_blob(const_cast<T *>(buffer.data()), shape, type);
-    };
     ContractInputs in;
-    in.tensors[0] = view(graph.positions, {nrows, 3}, torch::kFloat64).to(real);
-    in.tensors[1] = view(graph.atomic_numbers, {nrows}, torch::kInt64);
-    in.tensors[2] = view(graph.edges, {nedges, 2}, torch::kInt64);
-    in.tensors[3] = view(graph.edge_vectors, {nedges, 3}, torch::kFloat64).to(real);
+    in.tensors[0] = placement.input(0, graph.positions.data(), {nrows, 3}, torch::kFloat64, true);
+    in.tensors[1] = placement.input(1, graph.atomic_numbers.data(), {nrows}, torch::kInt64, false);
+    in.tensors[2] = placement.input(2, graph.edges.data(), {nedges, 2}, torch::kInt64, false);
+    in.tensors[3] =
+        placement.input(3, graph.edge_vectors.data(), {nedges, 3}, torch::kFloat64, true);
     // a model that brings its own forces may still call requires_grad_() on its inputs
     in.tensors[3].requires_grad_(differentiate);
-    in.tensors[4] = cell_tensor(cell, real);
-    in.tensors[5] = pbc_tensor(cell);
-    in.tensors[6] = torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64);
+    in.tensors[4] = placement.small(cell_tensor(cell, placement.real));
+    in.tensors[5] = placement.small(pbc_tensor(cell));
+    in.tensors[6] =
+        placement.small(torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64));
     for (int k = 0; k < ContractInputs::COUNT; ++k) in.versions[k] = in.tensors[k]._version();
     return in;
   }
@@ -82,20 +137,17 @@ namespace NVAlchemi {
     return tensor.narrow(0, 0, graph.num_rows());
   }
 
-  SharedValues edge_gradient_values(const torch::Tensor &gradient, const Graph &graph)
+  SharedValues shared_values(const torch::Tensor &host)
   {
-    if (!gradient.defined()) return {};
-    auto g = std::make_shared<torch::Tensor>(
-        gradient.narrow(0, 0, graph.num_edges()).to(torch::kFloat64).contiguous());
-    const double *values = g->data_ptr<double>();
-    return {std::shared_ptr<const double>(std::move(g), values), 3 * graph.num_edges()};
+    auto kept = std::make_shared<torch::Tensor>(host);
+    const double *values = kept->data_ptr<double>();
+    return {std::shared_ptr<const double>(std::move(kept), values), host.numel()};
   }
 
-  void copy_output(const torch::Tensor &tensor, const Graph &graph, OutputTensor &out)
+  void copy_output(const torch::Tensor &host, OutputTensor &out)
   {
-    const auto t = real_rows(tensor.detach(), graph).to(torch::kFloat64).contiguous();
-    out.shape.assign(t.sizes().begin(), t.sizes().end());
-    out.values.assign(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+    out.shape.assign(host.sizes().begin(), host.sizes().end());
+    out.values.assign(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
   }
 
   ExchangeScope::ExchangeScope(Exchanger *exchanger)
@@ -111,12 +163,12 @@ namespace NVAlchemi {
     // differentiates the energy share with LibTorch's autograd.
     class TorchScriptRunner : public ModelRunner {
      public:
-      explicit TorchScriptRunner(const std::string &archive)
+      TorchScriptRunner(const std::string &archive, const Device &device) : placement(device)
       {
         rethrow_torch_errors([&] {
           std::istringstream stream(archive);
           torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
-          module = torch::jit::load(stream, torch::kCPU, extra);
+          module = torch::jit::load(stream, placement.device(), extra);
           module.eval();
           metadata = extra[METADATA_FILE];
         });
@@ -125,7 +177,7 @@ namespace NVAlchemi {
       const char *format() const override { return "TorchScript"; }
       const std::string &metadata_text() const override { return metadata; }
       void set_float64(bool float64) override
-      { dtype = float64 ? torch::kFloat64 : torch::kFloat32; }
+      { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
       void check_share(const EnergyShare &) const override {}
 
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
@@ -134,7 +186,7 @@ namespace NVAlchemi {
         ExchangeScope scope(exchanger);
         rethrow_torch_errors([&] {
           auto start = Clock::now();
-          ContractInputs in = contract_inputs(graph, cell, dtype, share.differentiate);
+          ContractInputs in = contract_inputs(graph, cell, placement, share.differentiate);
           c10::Dict<std::string, torch::Tensor> inputs;
           for (int k = 0; k < ContractInputs::COUNT; ++k)
             inputs.insert(ContractInputs::NAMES[k], in.tensors[k]);
@@ -158,26 +210,33 @@ namespace NVAlchemi {
             energy = energy.narrow(0, 0, graph.n_owned);
           }
           const auto total = energy.sum() * share.weight;
-          outputs.energy_share = total.item<double>();
 
-          outputs.edge_gradients = {};
+          torch::Tensor gradient;
           start = Clock::now();
           if (share.differentiate && total.requires_grad())
-            outputs.edge_gradients = edge_gradient_values(
-                torch::autograd::grad({total}, {in.edge_vectors()}, {}, /*retain_graph=*/false,
-                                      /*create_graph=*/false, /*allow_unused=*/true)[0],
-                graph);
+            gradient = torch::autograd::grad({total}, {in.edge_vectors()}, {},
+                                             /*retain_graph=*/false, /*create_graph=*/false,
+                                             /*allow_unused=*/true)[0];
           outputs.backward_seconds = seconds_since(start);
           check_inputs_unchanged(in);
 
+          // back to the host together: the energy share, the real edges' gradient, the outputs
           start = Clock::now();
+          std::vector<torch::Tensor> results{total};
+          if (gradient.defined()) results.push_back(gradient.narrow(0, 0, graph.num_edges()));
+          for (const auto &item : dict)
+            results.push_back(real_rows(item.value().toTensor(), graph));
+          const auto host = placement.to_host(results);
+          outputs.energy_share = host[0].item<double>();
+          outputs.edge_gradients = gradient.defined() ? shared_values(host[1]) : SharedValues{};
           // the same outputs as last step (the usual case) are overwritten in place
           bool same_keys = outputs.tensors.size() == dict.size();
           for (const auto &item : dict)
             same_keys = same_keys && outputs.tensors.count(item.key().toStringRef()) == 1;
           if (!same_keys) outputs.tensors.clear();
+          size_t k = gradient.defined() ? 2 : 1;
           for (const auto &item : dict)
-            copy_output(item.value().toTensor(), graph, outputs.tensors[item.key().toStringRef()]);
+            copy_output(host[k++], outputs.tensors[item.key().toStringRef()]);
           outputs.marshal_seconds += seconds_since(start);
         });
       }
@@ -185,7 +244,7 @@ namespace NVAlchemi {
      private:
       torch::jit::Module module;
       std::string metadata;
-      torch::Dtype dtype = torch::kFloat64;
+      Placement placement;
     };
   }    // namespace
 
@@ -197,15 +256,16 @@ namespace NVAlchemi {
         file_bytes.find("/data/aotinductor/") != std::string::npos;
   }
 
-  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes)
+  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device)
   {
     register_exchange_ops();    // before deserializing: the model's code may call them
-    if (is_aoti_package(file_bytes)) return load_aoti_model(file_bytes);
-    return std::make_unique<TorchScriptRunner>(file_bytes);
+    if (is_aoti_package(file_bytes)) return load_aoti_model(file_bytes, device);
+    return std::make_unique<TorchScriptRunner>(file_bytes, device);
   }
 
   struct TorchHook::Impl {
     torch::jit::Module module;
+    Placement placement;    // float64 inputs
   };
 
   TorchHook::TorchHook(const std::string &archive) : impl(new Impl)
@@ -220,46 +280,61 @@ namespace NVAlchemi {
 
   TorchHook::~TorchHook() = default;
 
+  void TorchHook::place_on(const Device &device)
+  {
+    rethrow_torch_errors([&] {
+      impl->placement = Placement(device);
+      impl->module.to(impl->placement.device());
+    });
+  }
+
   void TorchHook::call(const HookBatch &batch, HookResult &result)
   {
     rethrow_torch_errors([&] {
       const int64_t n = batch.n;
-      const auto f64 = torch::kFloat64;
+      Placement &placement = impl->placement;
+      int slot = 0;
+      const auto input = [&](const auto &values, c10::IntArrayRef shape, torch::Dtype type) {
+        return placement.input(slot++, values.data(), shape, type, false);
+      };
       c10::Dict<std::string, torch::Tensor> inputs;
-      inputs.insert("positions", to_tensor(batch.positions, {n, 3}, f64, f64));
-      inputs.insert("velocities", to_tensor(batch.velocities, {n, 3}, f64, f64));
-      inputs.insert("forces", to_tensor(batch.forces, {n, 3}, f64, f64));
-      inputs.insert("atom_ids", to_tensor(batch.atom_ids, {n}, torch::kInt64, torch::kInt64));
-      inputs.insert("atom_types", to_tensor(batch.atom_types, {n}, torch::kInt64, torch::kInt64));
+      inputs.insert("positions", input(batch.positions, {n, 3}, torch::kFloat64));
+      inputs.insert("velocities", input(batch.velocities, {n, 3}, torch::kFloat64));
+      inputs.insert("forces", input(batch.forces, {n, 3}, torch::kFloat64));
+      inputs.insert("atom_ids", input(batch.atom_ids, {n}, torch::kInt64));
+      inputs.insert("atom_types", input(batch.atom_types, {n}, torch::kInt64));
       if (!batch.atomic_numbers.empty())
-        inputs.insert("atomic_numbers",
-                      to_tensor(batch.atomic_numbers, {n}, torch::kInt64, torch::kInt64));
-      inputs.insert("cell", cell_tensor(batch.cell, f64));
-      inputs.insert("pbc", pbc_tensor(batch.cell));
+        inputs.insert("atomic_numbers", input(batch.atomic_numbers, {n}, torch::kInt64));
+      inputs.insert("cell", placement.small(cell_tensor(batch.cell, torch::kFloat64)));
+      inputs.insert("pbc", placement.small(pbc_tensor(batch.cell)));
 
       const c10::IValue value = impl->module.forward({inputs});
       if (!value.isGenericDict())
         throw std::runtime_error("the hook's forward() must return a Dict[str, Tensor]");
       const auto dict = value.toGenericDict();
-      const auto output = [&](const char *key, int64_t numel) {
-        const auto t = dict.at(key).toTensor().detach().to(f64).contiguous();
-        if (t.numel() != numel)
-          throw std::runtime_error(std::string("the hook's output '") + key + "' has " +
-                                   std::to_string(t.numel()) + " values, expected " +
-                                   std::to_string(numel));
-        return t;
-      };
       result.has_forces = dict.contains("forces");
       result.has_energy = dict.contains("energy");
       result.has_virial = dict.contains("virial");
-      if (result.has_forces) {
-        const auto f = output("forces", 3 * n);
-        result.forces.assign(f.data_ptr<double>(), f.data_ptr<double>() + 3 * n);
-      }
-      if (result.has_energy) result.energy = output("energy", 1).item<double>();
-      if (result.has_virial) {
-        const auto w = output("virial", 9);
-        std::copy_n(w.data_ptr<double>(), 9, result.virial);
+      // what it returned, back to the host together
+      std::vector<const char *> keys;
+      std::vector<torch::Tensor> returned;
+      for (const char *key : {"forces", "energy", "virial"})
+        if (dict.contains(key)) {
+          keys.push_back(key);
+          returned.push_back(dict.at(key).toTensor());
+        }
+      const auto host = placement.to_host(returned);
+      for (size_t k = 0; k < keys.size(); ++k) {
+        const std::string key = keys[k];
+        const int64_t numel = key == "forces" ? 3 * n : key == "energy" ? 1 : 9;
+        if (host[k].numel() != numel)
+          throw std::runtime_error("the hook's output '" + key + "' has " +
+                                   std::to_string(host[k].numel()) + " values, expected " +
+                                   std::to_string(numel));
+        const double *values = host[k].data_ptr<double>();
+        if (key == "forces") result.forces.assign(values, values + 3 * n);
+        if (key == "energy") result.energy = values[0];
+        if (key == "virial") std::copy_n(values, 9, result.virial);
       }
     });
   }

@@ -7,6 +7,7 @@
 #ifndef LMP_NVALCHEMI_MODEL_H
 #define LMP_NVALCHEMI_MODEL_H
 
+#include "nvalchemi_device.h"
 #include "nvalchemi_exchange.h"
 #include "nvalchemi_graph.h"
 
@@ -90,9 +91,10 @@ namespace NVAlchemi {
   bool is_aoti_package(const std::string &file_bytes);
 
   // The runner for the bytes of a model file (a TorchScript archive, .pt, or an AOTInductor
-  // package, .pt2), the format recognised from the contents. Throws std::runtime_error with
-  // the loader's message if the bytes cannot be loaded in that format.
-  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes);
+  // package, .pt2), the format recognised from the contents, loaded onto `device` (chosen:
+  // choose_device). Throws std::runtime_error with the loader's message if the bytes cannot be
+  // loaded in that format or for that device.
+  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device = {});
 
   // What a hook module of fix nvalchemi/dd sees: n atoms (this rank's, or a gathered system
   // sorted by atom ID), row-major, double precision.
@@ -123,6 +125,9 @@ namespace NVAlchemi {
     ~TorchHook();
     TorchHook(const TorchHook &) = delete;
     TorchHook &operator=(const TorchHook &) = delete;
+
+    // Moves the module, and the batches it is given from then on, to `device` (loaded: cpu).
+    void place_on(const Device &device);
 
     // Throws std::runtime_error on a failed call or an output of the wrong shape.
     void call(const HookBatch &batch, HookResult &result);

@@ -33,8 +33,16 @@ namespace NVAlchemi {
       return *active;
     }
 
+    // `x` on the host as a contiguous double buffer (one copy from a GPU, none for a contiguous
+    // double on the CPU): what LAMMPS' communication reads and writes
+    torch::Tensor host_buffer(const torch::Tensor &x)
+    { return x.detach().to(torch::kCPU, torch::kFloat64, /*non_blocking=*/false, /*copy=*/true); }
+    // the buffer back where x lives, in x's dtype (one copy to a GPU)
+    torch::Tensor like(const torch::Tensor &buffer, const torch::Tensor &x)
+    { return buffer.to(x.device(), x.scalar_type()); }
+
     // `x` [rows, ...] as a double buffer of `width` values per row, transformed by `fn`, back
-    // in x's dtype
+    // where x lives in x's dtype
     template <typename F> torch::Tensor on_rows(const torch::Tensor &x, const char *op, F &&fn)
     {
       Exchanger &ex = exchanger(op);
@@ -45,9 +53,9 @@ namespace NVAlchemi {
                                  " rows");
       int64_t width = 1;
       for (int64_t d = 1; d < x.dim(); ++d) width *= x.size(d);
-      auto buffer = x.detach().to(torch::kFloat64, false, /*copy=*/true).contiguous();
+      auto buffer = host_buffer(x).contiguous();
       fn(ex, buffer.data_ptr<double>(), static_cast<int>(width));
-      return buffer.to(x.scalar_type());
+      return like(buffer, x);
     }
 
     void zero_ghost_rows(Exchanger &ex, double *rows, int width)
@@ -95,9 +103,9 @@ namespace NVAlchemi {
 
     torch::Tensor sum_over_ranks(const torch::Tensor &x, const char *op)
     {
-      auto buffer = x.detach().to(torch::kFloat64, false, /*copy=*/true).contiguous();
+      auto buffer = host_buffer(x).contiguous();
       exchanger(op).sum_over_ranks(buffer.data_ptr<double>(), static_cast<int>(buffer.numel()));
-      return buffer.to(x.scalar_type());
+      return like(buffer, x);
     }
 
     void check_system_sum(const torch::Tensor &values, int64_t scope)

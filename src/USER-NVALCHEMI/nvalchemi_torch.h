@@ -1,12 +1,14 @@
 /* -*- c++ -*- ----------------------------------------------------------
    USER-NVALCHEMI: what the model runners share (LibTorch; included only by
-   the runner translation units): the contract's input tensors, built in one
-   place with the dtype the model computes in, outputs copied back, errors.
+   the runner translation units): where tensors live (Placement: device and
+   dtype, decided in one place), the contract's input tensors, outputs
+   brought back to the host, errors.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_TORCH_H
 #define LMP_NVALCHEMI_TORCH_H
 
+#include "nvalchemi_device.h"
 #include "nvalchemi_model.h"
 
 #include <torch/script.h>
@@ -17,6 +19,35 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  // LibTorch's name for a device of the package.
+  torch::Device torch_device(const Device &device);
+
+  // Where the tensors the package hands a model (or a hook) live and in what precision: every
+  // such tensor is made here, and every output comes back to the host through here. On the CPU
+  // an input is a view of the package's buffer when its dtype is the model's (no copy). On a GPU
+  // it is copied to the device through a pinned host buffer kept from step to step (one per
+  // input slot), and the outputs of a call come back in one device-to-host copy.
+  class Placement {
+   public:
+    explicit Placement(const Device &device = {});
+    const torch::Device &device() const { return where; }
+    torch::Dtype real = torch::kFloat64;    // the dtype real-valued inputs are given in
+
+    // `shape` values of `type` at `data` (real-valued ones converted to `real`). `slot` names
+    // the pinned buffer that stages it on a GPU: one per input made in the same call.
+    torch::Tensor input(int slot, const void *data, c10::IntArrayRef shape, torch::Dtype type,
+                        bool real_valued);
+    // A small tensor made on the host (a cell, a flag) where the model's tensors live.
+    torch::Tensor small(const torch::Tensor &host) const;
+    // `tensors` (all defined) on the host as contiguous double precision: on the CPU without a
+    // copy where they are such already; from a GPU in one copy for all of them.
+    std::vector<torch::Tensor> to_host(const std::vector<torch::Tensor> &tensors) const;
+
+   private:
+    torch::Device where;
+    std::vector<torch::Tensor> staging;    // pinned host bytes, by slot (GPU only)
+  };
+
   // The contract's seven inputs (doc/Howto_nvalchemi_contract.rst), in its positional order.
   struct ContractInputs {
     static constexpr int COUNT = 7;
@@ -26,10 +57,10 @@ namespace NVAlchemi {
     torch::Tensor &edge_vectors() { return tensors[3]; }
   };
 
-  // The graph's arrays (padding included) as tensors, real-valued ones in `real`;
-  // edge_vectors requires grad when `differentiate`. In double precision they are views of the
+  // The graph's arrays (padding included) as tensors placed by `placement`; edge_vectors
+  // requires grad when `differentiate`. On the CPU in double precision they are views of the
   // graph's buffers, not copies: check_inputs_unchanged() then stops a model that wrote into one.
-  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, torch::Dtype real,
+  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, Placement &placement,
                                  bool differentiate);
   // Throws std::runtime_error naming an input the model changed in place.
   void check_inputs_unchanged(const ContractInputs &in);
@@ -37,17 +68,16 @@ namespace NVAlchemi {
   // A per-row tensor ([tensor rows, ...]) without its padding rows; other tensors unchanged.
   torch::Tensor real_rows(const torch::Tensor &tensor, const Graph &graph);
 
-  // The gradient [tensor edges, 3] of the real edges as double precision values shared with
-  // LibTorch (no copy when it already is); an undefined gradient gives no values.
-  SharedValues edge_gradient_values(const torch::Tensor &gradient, const Graph &graph);
+  // Values of a host tensor (contiguous double) shared with LibTorch, without a copy.
+  SharedValues shared_values(const torch::Tensor &host);
 
   // Seconds since `start`, for ModelOutputs::marshal_seconds.
   using Clock = std::chrono::steady_clock;
   inline double seconds_since(Clock::time_point start)
   { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-  // `tensor` as double precision, row-major, without padding rows, into `out`.
-  void copy_output(const torch::Tensor &tensor, const Graph &graph, OutputTensor &out);
+  // A host tensor (contiguous double) into `out`: its shape and values.
+  void copy_output(const torch::Tensor &host, OutputTensor &out);
 
   // The exchanger the ops see, for the duration of one forward and backward pass.
   struct ExchangeScope {
@@ -65,8 +95,9 @@ namespace NVAlchemi {
     }
   }
 
-  // The AOTInductor runner (nvalchemi_aoti.cpp).
-  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes);
+  // The AOTInductor runner (nvalchemi_aoti.cpp), its program loaded for `device`.
+  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes,
+                                               const Device &device);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

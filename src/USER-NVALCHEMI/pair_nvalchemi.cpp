@@ -71,6 +71,7 @@ struct PairNVAlchemi::AtomCommunication : public NVAlchemi::AtomComm {
 
 struct PairNVAlchemi::State {
   std::string model_file;
+  NVAlchemi::Device device;    // where this rank runs the model
   std::unique_ptr<NVAlchemi::ModelRunner> model;
   NVAlchemi::ModelMetadata metadata;
   NVAlchemi::MLIPSpec overrides;    // from pair_style keywords
@@ -159,7 +160,7 @@ void PairNVAlchemi::allocate()
 /* ----------------------------------------------------------------------
    pair_style nvalchemi <model.pt> [spec <preset>] [halo <mode>]
      [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N]
-     [output <name> <kind> <reduce>] ...
+     [device cpu|cuda|cuda:N] [output <name> <kind> <reduce>] ...
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::settings(int narg, char **arg)
@@ -167,6 +168,7 @@ void PairNVAlchemi::settings(int narg, char **arg)
   if (narg < 1) utils::missing_cmd_args(FLERR, "pair_style nvalchemi", error);
 
   NVAlchemi::MLIPSpec preset_keyword, overrides;
+  std::unique_ptr<NVAlchemi::Device> requested_device;
   threads = 0;
   int iarg = 1;
   try {
@@ -199,6 +201,11 @@ void PairNVAlchemi::settings(int narg, char **arg)
           error->all(FLERR, iarg + 2,
                      "pair_style nvalchemi threads must be at least 1 (LibTorch threads per rank)");
         iarg += 2;
+      } else if (keyword == "device") {
+        need(1);
+        requested_device =
+            std::make_unique<NVAlchemi::Device>(NVAlchemi::parse_device(arg[iarg + 1]));
+        iarg += 2;
       } else if (keyword == "output") {
         need(3);
         overrides.outputs[arg[iarg + 1]] = {NVAlchemi::parse_output_kind(arg[iarg + 2]),
@@ -212,6 +219,7 @@ void PairNVAlchemi::settings(int narg, char **arg)
     error->all(FLERR, iarg + 2, "pair_style nvalchemi {}: {}", arg[iarg], e.what());
   }
   state->overrides = preset_keyword | overrides;
+  state->device = NVAlchemi::rank_device(lmp, requested_device.get());
   load_model(arg[0]);
 
   // a re-issued pair_style may bring a model with other species: require a new pair_coeff
@@ -238,7 +246,7 @@ void PairNVAlchemi::load_model(const char *file)
   s.model_file = file;
   const char *format = NVAlchemi::is_aoti_package(archive) ? "an AOTInductor" : "a TorchScript";
   try {
-    s.model = NVAlchemi::load_model(archive);
+    s.model = NVAlchemi::load_model(archive, s.device);
   } catch (std::exception &e) {
     error->all(FLERR, 1, "Cannot load {} as {} model: {}", file, format, e.what());
   }
@@ -796,6 +804,9 @@ void PairNVAlchemi::reference_contribution(const std::vector<double> &x,
 
 const std::vector<int> &PairNVAlchemi::atomic_number_of_type() const
 { return state->atomic_number_of_type; }
+
+const NVAlchemi::Device &PairNVAlchemi::device() const
+{ return state->device; }
 
 /* ---------------------------------------------------------------------- */
 

@@ -23,6 +23,7 @@ PairStyle(nvalchemi,PairNVAlchemi);
 namespace LAMMPS_NS {
 namespace NVAlchemi {
   struct Contribution;
+  struct Device;
   struct OutputSpec;
 }    // namespace NVAlchemi
 
@@ -70,6 +71,8 @@ class PairNVAlchemi : public Pair {
   const StepSummary &last_step() const { return summary; }
   // element of each atom type (0: NULL), [ntypes+1]; empty before pair_coeff
   const std::vector<int> &atomic_number_of_type() const;
+  // the device this rank runs the model on (fix nvalchemi/dd runs its hook there too)
+  const NVAlchemi::Device &device() const;
 
  protected:
   struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)

@@ -7,6 +7,7 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/fix_nvalchemi_dd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_consolidate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_drift.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_extxyz.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_gather.cpp

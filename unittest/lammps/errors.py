@@ -239,6 +239,31 @@ def aoti_cases(aoti_model, workdir):
     return found
 
 
+def device_cases(lj_model, aoti_model, workdir):
+    """The device keyword on a machine whose LibTorch sees no GPU (the test machines)."""
+    ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar", "after": ""}
+    found = [
+        ("device not cpu or cuda", dict(ok, keywords=" device gpu"),
+         r"pair_style nvalchemi device: the device must be cpu, cuda or cuda:N \(N a GPU number\), not 'gpu'"),
+        ("device cuda with a number that is not one", dict(ok, keywords=" device cuda:one"),
+         r"the device must be cpu, cuda or cuda:N \(N a GPU number\), not 'cuda:one'"),
+    ]
+    if torch.cuda.is_available():
+        print("note: LibTorch sees a GPU here; the cases of device cuda without one are not run")
+        return found
+    no_gpu = (r"( needs a LibTorch built with CUDA, and this one is a CPU-only build: build the package against "
+              r"a CUDA LibTorch|: LibTorch sees no GPU on this node)")
+    gpu_package = retarget_aoti_package(aoti_model, os.path.join(workdir, "gpu_package.pt2"), AOTI_DEVICE_KEY="cuda")
+    return found + [
+        ("device cuda without a GPU", dict(ok, keywords=" device cuda"), r"pair_style nvalchemi device cuda" + no_gpu),
+        ("device cuda:1 without a GPU", dict(ok, keywords=" device cuda:1"),
+         r"pair_style nvalchemi device cuda:1" + no_gpu),
+        ("AOTInductor package compiled for a GPU, run on the CPU", dict(ok, model=gpu_package),
+         r"Cannot load .*gpu_package\.pt2 as an AOTInductor model: the package was compiled for device 'cuda' and "
+         r"this pair style runs its model on device 'cpu': use the pair_style keyword device cuda"),
+    ]
+
+
 def cases(lj_model, models):
     ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar", "after": ""}
     return [
@@ -407,7 +432,8 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
         models = make_models(workdir)
-        all_cases = cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
+        all_cases = (cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
+                     + device_cases(args.model, args.aoti_model, workdir))
         for n, (name, fields, expected) in enumerate(all_cases):
             failures += run_case(args, workdir, n, name, BASE.format(**fields), expected)
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout

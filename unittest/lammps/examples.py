@@ -1,7 +1,7 @@
 """Every example runs, on 2 ranks, and does what its opening comment says.
 
 * examples/lj: the LJ model "matches pair_style lj/cut 2.5 to rounding": the same input with
-  lj/cut 2.5 prints the same thermo, and so does the run with "threads 2";
+  lj/cut 2.5 prints the same thermo, and so do the runs with "threads 2" and "device cpu";
 * examples/spec: the keywords reach the effective spec, c_e equals pe, v_wp (the model's virial
   trace / 3V) equals c_pv (the virial part of the pressure), the per-atom virials are dumped;
 * examples/mp: "swap in schnet_deep.pt ... same answer": the deep model prints the same thermo
@@ -92,6 +92,8 @@ def main():
               all(close(model[k], native[k]) for k in native))
         threaded = thermo(lj.run("lj_threads", lj.variant("lj_ar.pt\n", "lj_ar.pt threads 2\n")))
         check("lj", "threads 2 gives the same thermo", all(close(model[k], threaded[k]) for k in model))
+        on_cpu = thermo(lj.run("lj_device_cpu", lj.variant("lj_ar.pt\n", "lj_ar.pt device cpu\n")))
+        check("lj", "device cpu gives the same thermo", all(close(model[k], on_cpu[k]) for k in model))
 
         spec = Example(args, workdir, "spec")
         out = spec.run("spec")

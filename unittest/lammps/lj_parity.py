@@ -39,7 +39,7 @@ PAIR = {
     "toolkit-stress-nofdotr": "pair_style nvalchemi {stress_model}\npair_coeff * * Ar Ar\npair_modify nofdotr\n",
     # inputs padded to capacities agreed over ranks, and two LibTorch threads per rank
     "static-shapes": "pair_style nvalchemi {model} static_shapes yes\npair_coeff * * Ar Ar\n",
-    "threads": "pair_style nvalchemi {model} threads 2\npair_coeff * * Ar Ar\n",
+    "threads": "pair_style nvalchemi {model} threads 2 device cpu\npair_coeff * * Ar Ar\n",
     "forces-model-nofdotr": ("pair_style nvalchemi {forces_model} forces model\npair_coeff * * Ar Ar\n"
                              "pair_modify nofdotr\n"),
 }
@@ -105,6 +105,8 @@ def main():
     if args.variant == "plugin" and ("Overriding built-in pair style nvalchemi from plugin" not in log
                                      or "pair_style nvalchemi (plugin)" not in log):
         sys.exit("FAIL: the run did not use the plugin's pair style:\n" + log[-3000:])
+    if args.variant == "threads" and "pair_style nvalchemi: device cpu (as requested)" not in log:
+        sys.exit("FAIL: the run did not report the device it was asked for:\n" + log[-3000:])
     if args.variant == "static-shapes" and "pair_style nvalchemi: static shapes:" not in log:
         sys.exit("FAIL: the run did not report its static-shape capacities:\n" + log[-3000:])
 

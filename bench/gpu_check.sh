@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The GPU check of pair_style nvalchemi (doc/Build_nvalchemi.rst, "Checking on a GPU").
+#
+#   bench/gpu_check.sh prepare     on the development machine, after `make nvalchemi`: writes
+#                                  build/gpu-check/ (a trimmed LAMMPS source, the MPICH wheel,
+#                                  the reference models and their values from this CPU build)
+#   bench/gpu_check.sh run [OUT]   on the machine to check (python3 with torch, cmake, a C++
+#                                  compiler; no network): builds LAMMPS with the package against
+#                                  that python's LibTorch, runs the parity cases on its GPU (on
+#                                  its CPU where it has none) against the reference on 1 and 2
+#                                  ranks, times CPU against GPU, and writes results.{json,md}
+#                                  and the logs to OUT (default: $OUT, else build/gpu-check/out);
+#                                  PYTHON names the python (default python3), GPU_CHECK_WORK the
+#                                  build folder (default /tmp/nvalchemi-gpu-check),
+#                                  GPU_CHECK_MPICH=1 uses the wheel's MPICH even where there is an MPI
+#
+# build/gpu-check/ is about 20 MB: small enough to travel with the working tree.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUNDLE=$ROOT/build/gpu-check
+MPICH_WHEEL=mpich-5.0.2-py3-none-manylinux_2_28_x86_64.whl
+MPICH_SHA256=8fed465ebff269ea2ebac179a25de02671ddf8df476e0f115be089015015cfd4
+
+prepare() {
+  local lammps_src=$ROOT/build/lammps-src models=$ROOT/build/nvalchemi/potentials
+  local python=$ROOT/build/venv/bin/python
+  [[ -x $ROOT/build/lammps/lmp && -f $models/schnet_deep.pt ]] ||
+    { echo "gpu_check.sh prepare: run 'make nvalchemi' first (build/lammps/lmp and the models)" >&2; exit 1; }
+  mkdir -p "$BUNDLE/models"
+  # the LAMMPS source the build needs: its CMake files, the core sources and the bundled fmt and
+  # nlohmann/json headers (no packages)
+  (cd "$lammps_src" && find src -maxdepth 1 -type f -print0 | tar czf "$BUNDLE/lammps.tar.gz" \
+     --null -T - --transform 's,^,lammps/,' cmake src/STUBS src/fmt src/nlohmann LICENSE README)
+  if [[ ! -f $BUNDLE/$MPICH_WHEEL ]]; then
+    "$python" -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+      --python-version 3.12 -d "$BUNDLE" mpich==5.0.2
+  fi
+  echo "$MPICH_SHA256  $BUNDLE/$MPICH_WHEEL" | sha256sum -c --quiet ||
+    { echo "gpu_check.sh prepare: $MPICH_WHEEL does not have the pinned checksum" >&2; exit 1; }
+  cp "$models"/lj_ar.pt "$models"/schnet_layerwise.pt "$models"/schnet_deep.pt "$BUNDLE/models/"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$python" "$ROOT/bench/gpu_check.py" reference \
+    --lmp "$ROOT/build/lammps/lmp" --models "$BUNDLE/models" --out "$BUNDLE/reference.json"
+  du -sh "$BUNDLE"
+}
+
+run() {
+  local out=${1:-${OUT:-$BUNDLE/out}} work=${GPU_CHECK_WORK:-/tmp/nvalchemi-gpu-check}
+  local python=${PYTHON:-python3} jobs
+  jobs=$(nproc)
+  [[ -f $BUNDLE/reference.json ]] ||
+    { echo "gpu_check.sh run: no $BUNDLE/reference.json: run 'bench/gpu_check.sh prepare' first" >&2; exit 1; }
+  mkdir -p "$out" "$work"
+  exec > >(tee "$out/gpu_check.log") 2>&1
+  "$python" -c "import torch" ||
+    { echo "gpu_check.sh run: $python has no torch (set PYTHON=<python with torch>)" >&2; exit 1; }
+  echo "== $(date -u) on $(hostname): $("$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "GPUs", torch.cuda.device_count())')"
+  command -v nvidia-smi > /dev/null && nvidia-smi -L || true
+
+  # MPI: the machine's, else (or with GPU_CHECK_MPICH=1) MPICH from the carried wheel, whose
+  # compiler wrappers are relocatable
+  local mpirun=mpirun
+  if [[ -n ${GPU_CHECK_MPICH:-} ]] || ! command -v mpicxx > /dev/null; then
+    local prefix=$work/mpich/mpich-5.0.2.data/data
+    if [[ ! -x $prefix/bin/mpicxx ]]; then
+      "$python" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
+        "$BUNDLE/$MPICH_WHEEL" "$work/mpich"
+      chmod +x "$prefix"/bin/*
+    fi
+    export PATH=$prefix/bin:$PATH LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    mpirun=$prefix/bin/mpiexec
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+  # LAMMPS with the package, against this python's LibTorch (a CUDA one needs its toolkit)
+  if ! command -v nvcc > /dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+  [[ -d $work/lammps ]] || tar xzf "$BUNDLE/lammps.tar.gz" -C "$work"
+  local generator=() launcher=()
+  command -v ninja > /dev/null && generator=(-G Ninja)
+  command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  local start=$SECONDS
+  cmake -S "$work/lammps/cmake" -B "$work/build" "${generator[@]}" \
+    "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on -DBUILD_OMP=off \
+    -DCMAKE_PROJECT_lammps_INCLUDE="$ROOT/cmake/USER-NVALCHEMI.cmake" -DPKG_USER-NVALCHEMI=on \
+    -DNVALCHEMI_PYTHON="$(command -v "$python")" > "$out/configure.log"
+  cmake --build "$work/build" -j "$jobs" > "$out/build.log" || { tail -50 "$out/build.log"; exit 1; }
+  echo "== LAMMPS built in $((SECONDS - start)) s"
+
+  # the reference models were written by the development machine's torch; where this torch
+  # cannot read them, stop rather than compare other weights
+  PYTHONPATH=$ROOT/potentials "$python" -c "import sys, torch, nvalchemi_ops
+[torch.jit.load(f) for f in sys.argv[1:]]" "$BUNDLE"/models/*.pt ||
+    { echo "gpu_check.sh: this torch cannot load the reference models" >&2; exit 1; }
+
+  "$python" "$ROOT/bench/gpu_check.py" check --lmp "$work/build/lmp" --mpirun "$mpirun" \
+    --models "$BUNDLE/models" --reference "$BUNDLE/reference.json" --out "$out" ${GPU_CHECK_ARGS:-}
+}
+
+case ${1:-} in
+  prepare) prepare ;;
+  run) shift; run "$@" ;;
+  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+esac

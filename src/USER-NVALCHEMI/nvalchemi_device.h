@@ -1,0 +1,44 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the device a rank runs its models on (pair_style
+   nvalchemi ... device cpu|cuda|cuda:N), chosen in one place. Plain C++17:
+   LibTorch's view of the machine comes in as a CudaRuntime.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_DEVICE_H
+#define LMP_NVALCHEMI_DEVICE_H
+
+#include <string>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  struct Device {
+    enum class Kind { CPU, CUDA };
+    Kind kind = Kind::CPU;
+    int index = -1;    // CUDA: the GPU's ordinal; -1: not chosen yet (a bare "cuda")
+    bool is_cuda() const { return kind == Kind::CUDA; }
+    // "cpu", "cuda" or "cuda:N", as the keyword spells it and LibTorch reads it
+    std::string str() const;
+  };
+
+  // The device keyword's value: cpu, cuda or cuda:N. Throws std::invalid_argument.
+  Device parse_device(const std::string &text);
+
+  // What LibTorch sees on this process's node.
+  struct CudaRuntime {
+    bool built_with_cuda = false;    // this LibTorch has CUDA support (libtorch_cuda)
+    int device_count = 0;            // GPUs visible to this process
+  };
+  // LibTorch's answer (nvalchemi_model.cpp).
+  CudaRuntime cuda_runtime();
+
+  // This rank's device: the requested one, or, with none requested (`requested` null), cuda
+  // when LibTorch sees a GPU and cpu otherwise. A bare cuda takes GPU node_rank mod the
+  // visible count (ranks of a node spread over its GPUs). Throws std::invalid_argument naming
+  // what is missing and what to change.
+  Device choose_device(const Device *requested, const CudaRuntime &runtime, int node_rank);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif
