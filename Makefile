@@ -58,7 +58,8 @@ test: export-venvs nvalchemi
 	ctest --test-dir $(BUILD)/nvalchemi --output-on-failure -j $(JOBS)
 
 bench: nvalchemi
-	$(PYTHON) bench/run.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials --out $(BUILD)/bench
+	$(PYTHON) bench/run.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials --out $(BUILD)/bench \
+	  --kernels $(BUILD)/nvalchemi/plugin/nvalchemi_kernels.so
 
 clean:
 	rm -rf $(BUILD)/lammps $(BUILD)/nvalchemi

@@ -37,7 +37,7 @@ PAIRS = {"lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0",
 
 def measure(args, style, cells, ranks, workdir, model="", threads=0):
     rundir = tempfile.mkdtemp(dir=workdir)
-    keywords = f" threads {threads}" if threads else ""
+    keywords = (f" threads {threads}" if threads else "") + "".join(f" library {os.path.abspath(f)}" for f in args.library)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
         f.write(INPUT.format(system=melt_commands(cells, 3.0), steps=args.steps,
                              pair=PAIRS[style].format(model=os.path.abspath(model), keywords=keywords)))
@@ -69,6 +69,8 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[0],
                         help="LibTorch threads per rank (pair_style keyword threads; 0: not given)")
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--library", nargs="*", default=[],
+                        help="operator libraries every nvalchemi run loads (a model calling fused kernels)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each style; the fastest counts")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nvalchemi-bench-") as workdir:

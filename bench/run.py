@@ -2,15 +2,16 @@
 tables of doc/Howto_nvalchemi_performance.rst to <out>/results.md.
 
     build/venv/bin/python bench/run.py --lmp build/lammps/lmp --models build/nvalchemi/potentials \\
-        --out build/bench
+        --out build/bench --kernels build/nvalchemi/plugin/nvalchemi_kernels.so
 
 It writes the zero model (the LJ model's inputs, zero energies: its step is the package's own
-cost) next to the results, then runs lj_overhead.py (the package's cost and the LJ model in both
-formats against lj/cut, 4000 and 16384 atoms, 1 and 2 ranks; LibTorch threads), mp_halo.py
-(layerwise vs deep halo, both formats, 1, 2 and 4 ranks), phase_times.py (fix nvalchemi/dd's
-phase times) and memory_scaling.py (peak memory per atom, 864 to 256000 atoms). --quick runs
-each on tiny systems, to check that the benchmarks work (the test suite does); its figures mean
-nothing. CPU timings of a shared machine: read the ratios, which are measured in one run.
+cost) next to the results, then runs lj_overhead.py (the package's cost, the LJ model in both
+formats and the LJ model calling the fused kernel of nvalchemi_kernels.so against lj/cut, 4000
+and 16384 atoms, 1 and 2 ranks; LibTorch threads), mp_halo.py (layerwise vs deep halo, both
+formats, 1, 2 and 4 ranks), phase_times.py (fix nvalchemi/dd's phase times) and
+memory_scaling.py (peak memory per atom, 864 to 256000 atoms). --quick runs each on tiny
+systems, to check that the benchmarks work (the test suite does); its figures mean nothing.
+CPU timings of a shared machine: read the ratios, which are measured in one run.
 """
 
 import argparse
@@ -121,6 +122,7 @@ def main():
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--models", required=True, help="the reference models' folder (lj_ar.pt, schnet_*.pt ...)")
     parser.add_argument("--out", required=True, help="folder for the zero model and the results")
+    parser.add_argument("--kernels", required=True, help="the package's operator library nvalchemi_kernels.so")
     parser.add_argument("--quick", action="store_true", help="tiny systems, one repeat: checks that it all runs")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -131,7 +133,8 @@ def main():
 
     q = args.quick
     cells = ["--cells", 3] if q else ["--cells", 10, 16]
-    results = run("lj_overhead.py", *lmp, "--model", zero, model("lj_ar.pt"), model("lj_ar.pt2"), *cells,
+    results = run("lj_overhead.py", *lmp, "--model", zero, model("lj_ar.pt"), model("lj_ar.pt2"),
+                  model("lj_ar_fused.pt"), "--library", os.path.abspath(args.kernels), *cells,
                   "--repeat", 1 if q else 5, "--steps", 5 if q else 50)
     results += run("lj_overhead.py", *lmp, "--model", model("lj_ar.pt"), "--threads", 1, 2,
                    "--cells", 3 if q else 10, "--repeat", 1 if q else 2, "--steps", 5 if q else 50)

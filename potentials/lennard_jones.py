@@ -4,7 +4,9 @@ LAMMPS' `pair_style lj/cut` (one epsilon, sigma and cutoff for every species).
     python potentials/lennard_jones.py -o potentials/lj_ar.pt   # the committed reference model
 
 With --model-forces the model also returns its own forces, virial and per-atom virials
-(computed analytically) and its energy, so that all three force strategies can run it.
+(computed analytically) and its energy, so that all three force strategies can run it. With
+--fused the pair energies come from the fused kernel torch.ops.nvalchemi_kernels.lj_edge_energy
+(kernels/nvalchemi_kernels.cpp; LAMMPS loads it with `library nvalchemi_kernels.so`).
 """
 
 import argparse
@@ -12,6 +14,7 @@ from typing import Dict
 
 import torch
 
+import nvalchemi_kernels  # noqa: F401  (torch.ops.nvalchemi_kernels for scripting)
 from nvalchemi_export import save_model
 
 
@@ -47,16 +50,16 @@ class LennardJones(torch.nn.Module):
         receivers = inputs["neighbor_list"][:, 1]
         num_atoms = inputs["positions"].shape[0]
         pair_energy, pair_gradient = pair_terms(edge_vectors, self.epsilon, self.sigma, self.offset)
-        atomic_energies = torch.zeros(num_atoms, dtype=edge_vectors.dtype)
+        atomic_energies = torch.zeros(num_atoms, dtype=edge_vectors.dtype, device=edge_vectors.device)
         atomic_energies = atomic_energies.index_add(0, receivers, 0.5 * pair_energy)
         outputs = {"atomic_energies": atomic_energies}
         if self.model_forces:
             # every edge's receiver is owned, so each edge enters this rank's energy with 1/2
             g = 0.5 * pair_gradient.detach()
-            forces = torch.zeros(num_atoms, 3, dtype=edge_vectors.dtype)
+            forces = torch.zeros(num_atoms, 3, dtype=edge_vectors.dtype, device=edge_vectors.device)
             forces = forces.index_add(0, receivers, -g).index_add(0, senders, g)
             edge_virials = -edge_vectors.detach().unsqueeze(2) * g.unsqueeze(1)
-            atomic_virials = torch.zeros(num_atoms, 3, 3, dtype=edge_vectors.dtype)
+            atomic_virials = torch.zeros(num_atoms, 3, 3, dtype=edge_vectors.dtype, device=edge_vectors.device)
             atomic_virials = atomic_virials.index_add(0, receivers, 0.5 * edge_virials)
             atomic_virials = atomic_virials.index_add(0, senders, 0.5 * edge_virials)
             n_owned = int(inputs["n_owned"])
@@ -65,6 +68,29 @@ class LennardJones(torch.nn.Module):
             outputs["virial"] = edge_virials.sum(dim=0).view(1, 3, 3)
             outputs["atomic_virials"] = atomic_virials
         return outputs
+
+
+class FusedLennardJones(torch.nn.Module):
+    """LennardJones with its pair energies (and their edge gradients) from the fused kernel: one
+    pass over the edges each way instead of a chain of PyTorch operators. One species."""
+
+    def __init__(self, epsilon: float, sigma: float, cutoff: float, shift: bool):
+        super().__init__()
+        sr6 = (sigma / cutoff) ** 6
+        self.register_buffer("epsilon", torch.tensor([epsilon], dtype=torch.float64))
+        self.register_buffer("sigma", torch.tensor([sigma], dtype=torch.float64))
+        self.register_buffer("offset", torch.tensor([4.0 * epsilon * (sr6 * sr6 - sr6) if shift else 0.0],
+                                                    dtype=torch.float64))
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        edge_vectors = inputs["edge_vectors"]
+        receivers = inputs["neighbor_list"][:, 1]
+        edge_types = torch.zeros_like(receivers)
+        pair_energy = torch.ops.nvalchemi_kernels.lj_edge_energy(edge_vectors, edge_types, self.epsilon,
+                                                                 self.sigma, self.offset)
+        atomic_energies = torch.zeros(inputs["positions"].shape[0], dtype=edge_vectors.dtype,
+                                      device=edge_vectors.device)
+        return {"atomic_energies": atomic_energies.index_add(0, receivers, 0.5 * pair_energy)}
 
 
 # how the model's own forces, virial and per-atom virials are consolidated (--model-forces)
@@ -86,8 +112,13 @@ def main() -> None:
     parser.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
     parser.add_argument("--model-forces", action="store_true",
                         help="also return energy, forces, virial and atomic_virials (all force strategies)")
+    parser.add_argument("--fused", action="store_true",
+                        help="pair energies from the fused kernel library (one species; not with --model-forces)")
     args = parser.parse_args()
-    model = LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift, args.model_forces)
+    if args.fused and (args.model_forces or len(args.species) != 1):
+        parser.error("--fused takes one species and no --model-forces")
+    model = (FusedLennardJones(args.epsilon, args.sigma, args.cutoff, args.shift) if args.fused
+             else LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift, args.model_forces))
     spec = {"preset": "SPEC_LJ_HALO"}
     if args.model_forces:
         spec["outputs"] = MODEL_FORCES_OUTPUTS

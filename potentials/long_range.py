@@ -60,15 +60,16 @@ class LongRange(torch.nn.Module):
         receivers = inputs["neighbor_list"][:, 1]
         n = positions.shape[0]
         dtype = positions.dtype
+        device = positions.device
         r2 = (edge_vectors * edge_vectors).sum(dim=1)
         w = torch.exp(-r2) * (1.0 - r2 / (self.cutoff * self.cutoff)) ** 2  # smooth at the cutoff
-        zeros = torch.zeros(n, dtype=dtype)
+        zeros = torch.zeros(n, dtype=dtype, device=device)
         coordination = zeros.index_add(0, receivers, w)
         q = torch.ops.nvalchemi.refresh_neighbors(1.0 + 0.2 * torch.tanh(coordination - 4.0))
         e_real = zeros.index_add(0, receivers, 0.5 * w * q[receivers] * q[senders])
 
         cell = inputs["cell"][0]
-        k = self.images.to(dtype) @ (2.0 * torch.pi * torch.linalg.inv(cell).transpose(0, 1))
+        k = self.images.to(device, dtype) @ (2.0 * torch.pi * torch.linalg.inv(cell).transpose(0, 1))
         phase = positions @ k.transpose(0, 1)  # [N, K]
         partial = torch.cat([q.unsqueeze(1) * torch.cos(phase), q.unsqueeze(1) * torch.sin(phase)], dim=1)
         structure = torch.ops.nvalchemi.system_sum(partial, 1)  # [2K], the same on every rank
@@ -77,11 +78,11 @@ class LongRange(torch.nn.Module):
         volume = torch.linalg.det(cell).abs()
         e_recip = self.amplitude / volume * (torch.exp(-kk / (4.0 * self.alpha ** 2)) / kk * s2).sum()
         energy = torch.ops.nvalchemi.system_sum(e_real, 1) + e_recip
-        count = torch.ops.nvalchemi.system_sum(torch.ones(n, dtype=dtype), 1)
-        owned = (torch.arange(n) < inputs["n_owned"]).to(dtype)
+        count = torch.ops.nvalchemi.system_sum(torch.ones(n, dtype=dtype, device=device), 1)
+        owned = (torch.arange(n, device=device) < inputs["n_owned"]).to(dtype)
 
         grads = torch.autograd.grad([energy], [positions, edge_vectors], retain_graph=True, allow_unused=True)
-        forces = torch.zeros(n, 3, dtype=dtype)
+        forces = torch.zeros(n, 3, dtype=dtype, device=device)
         position_gradient = grads[0]
         if position_gradient is not None:
             forces = forces - position_gradient

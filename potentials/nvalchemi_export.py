@@ -126,6 +126,23 @@ def example_inputs(species: Sequence[int], cutoff: float, dtype: torch.dtype, ro
             torch.ones(1, 3, dtype=torch.bool), torch.tensor(owned, dtype=torch.int64))
 
 
+# operator namespaces that need no operator library: ATen's and the package's exchange ops
+BUILTIN_NAMESPACES = ("aten", "prim", "prims", "nvalchemi")
+
+
+def with_called_operators(spec: Optional[Dict], program) -> Optional[Dict]:
+    """`spec` with the operators an exported program calls from operator libraries added to its
+    custom_ops, which LAMMPS checks before the first step (a compiled package does not name
+    them otherwise). A spec in the toolkit's layout is left as it is."""
+    called = sorted({node.target._schema.name for node in program.graph.nodes
+                     if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+                     and node.target.namespace not in BUILTIN_NAMESPACES})
+    spec = dict(spec) if spec is not None else {"preset": "SPEC_LJ_HALO"}
+    if called and "core" not in spec:
+        spec["custom_ops"] = sorted(set(spec.get("custom_ops", [])) | set(called))
+    return spec
+
+
 def save_aoti_model(
     module: torch.nn.Module,
     path: str,
@@ -149,7 +166,6 @@ def save_aoti_model(
     from torch.export import Dim
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype, spec=spec)
     wrapper = _EnergyAndGradient(module.to(dtype).to(device).eval(), energy_output)
     example = tuple(t.to(device) for t in example_inputs(species, cutoff, dtype))
     # autograd.grad cannot be exported directly: trace forward and backward into one graph first
@@ -164,6 +180,8 @@ def save_aoti_model(
     program = torch.export.export(graph, example, strict=False,
                                   dynamic_shapes=({0: rows}, {0: rows}, {0: edges}, {0: edges},
                                                   None, None, None))
+    metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype,
+                             spec=with_called_operators(spec, program))
     torch._inductor.aoti_compile_and_package(
         program, package_path=path,
         inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),

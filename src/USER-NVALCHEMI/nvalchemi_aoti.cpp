@@ -119,6 +119,9 @@ namespace NVAlchemi {
 
       const char *format() const override { return "AOTInductor"; }
       const std::string &metadata_text() const override { return metadata; }
+      // a compiled program's calls are not listed in the package (an operator missing at run
+      // time fails the call, naming it)
+      std::vector<std::string> custom_operators() const override { return {}; }
       void set_float64(bool float64) override
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
 

@@ -13,10 +13,12 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 namespace LAMMPS_NS {
@@ -159,6 +161,39 @@ namespace NVAlchemi {
   { at::set_num_threads(nthreads); }
 
   namespace {
+    // LibTorch's "Unknown builtin op: ns::name." as an error a LAMMPS user can act on
+    // (TorchScript's compiler reports it as a torch::jit::ErrorReport, not a c10::Error)
+    void name_a_missing_operator(const std::string &text)
+    {
+      const std::string marker = "Unknown builtin op: ";
+      const size_t at = text.find(marker);
+      if (at == std::string::npos) return;
+      std::string op = text.substr(at + marker.size());
+      op = op.substr(0, op.find_first_of(".\n "));
+      throw std::runtime_error("the model calls the operator " + op +
+                               ", which no loaded library registers: load the library that "
+                               "provides it before the model, with the pair_style keyword "
+                               "'library <file>.so'");
+    }
+
+    // namespaces of ATen, TorchScript's own nodes and the package's exchange ops
+    bool is_builtin_namespace(const std::string &ns)
+    {
+      static const std::set<std::string> builtin = {
+          "aten",    "prim",       "attr", "onnx",  "scope",    "user",      "_caffe2",
+          "dimname", "namespaces", "cuda", "prims", "profiler", "quantized", "nvalchemi"};
+      return builtin.count(ns) == 1;
+    }
+
+    void collect_operators(torch::jit::Block *block, std::set<std::string> &ops)
+    {
+      for (torch::jit::Node *node : block->nodes()) {
+        const c10::Symbol kind = node->kind();
+        if (!is_builtin_namespace(kind.ns().toUnqualString())) ops.insert(kind.toQualString());
+        for (torch::jit::Block *inner : node->blocks()) collect_operators(inner, ops);
+      }
+    }
+
     // A TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor]; the package
     // differentiates the energy share with LibTorch's autograd.
     class TorchScriptRunner : public ModelRunner {
@@ -168,7 +203,12 @@ namespace NVAlchemi {
         rethrow_torch_errors([&] {
           std::istringstream stream(archive);
           torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
-          module = torch::jit::load(stream, placement.device(), extra);
+          try {
+            module = torch::jit::load(stream, placement.device(), extra);
+          } catch (const std::exception &e) {
+            name_a_missing_operator(e.what());
+            throw;
+          }
           module.eval();
           metadata = extra[METADATA_FILE];
         });
@@ -176,6 +216,17 @@ namespace NVAlchemi {
 
       const char *format() const override { return "TorchScript"; }
       const std::string &metadata_text() const override { return metadata; }
+      std::vector<std::string> custom_operators() const override
+      {
+        // every method with the calls it makes inlined, so that functions and submodules count
+        std::set<std::string> ops;
+        for (const auto &method : module.get_methods()) {
+          auto graph = method.graph()->copy();
+          torch::jit::Inline(*graph);
+          collect_operators(graph->block(), ops);
+        }
+        return {ops.begin(), ops.end()};
+      }
       void set_float64(bool float64) override
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
       void check_share(const EnergyShare &) const override {}
@@ -247,6 +298,14 @@ namespace NVAlchemi {
       Placement placement;
     };
   }    // namespace
+
+  bool operator_registered(const std::string &qualified_name)
+  {
+    const size_t dot = qualified_name.find('.', qualified_name.find("::"));
+    const c10::OperatorName name(qualified_name.substr(0, dot),
+                                 dot == std::string::npos ? "" : qualified_name.substr(dot + 1));
+    return c10::Dispatcher::singleton().findOp(name).has_value();
+  }
 
   bool is_aoti_package(const std::string &file_bytes)
   {

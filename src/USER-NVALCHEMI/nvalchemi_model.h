@@ -70,6 +70,10 @@ namespace NVAlchemi {
     // Text of the model's metadata (METADATA_FILE); empty if the model has none.
     virtual const std::string &metadata_text() const = 0;
 
+    // The operators the model calls beyond ATen's and the package's exchange ops ("ns::name",
+    // sorted), which operator libraries registered; empty where the format does not say.
+    virtual std::vector<std::string> custom_operators() const = 0;
+
     // Precision the model computes in; inputs are converted to it, outputs back to double.
     virtual void set_float64(bool float64) = 0;
 
@@ -87,13 +91,17 @@ namespace NVAlchemi {
     static void set_num_threads(int nthreads);
   };
 
+  // Whether LibTorch's dispatcher knows the operator "namespace::name[.overload]".
+  bool operator_registered(const std::string &qualified_name);
+
   // Whether the bytes of a model file are an AOTInductor package (else TorchScript).
   bool is_aoti_package(const std::string &file_bytes);
 
   // The runner for the bytes of a model file (a TorchScript archive, .pt, or an AOTInductor
   // package, .pt2), the format recognised from the contents, loaded onto `device` (chosen:
   // choose_device). Throws std::runtime_error with the loader's message if the bytes cannot be
-  // loaded in that format or for that device.
+  // loaded in that format or for that device, and naming the operator when the model calls one
+  // that no loaded library registers.
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device = {});
 
   // What a hook module of fix nvalchemi/dd sees: n atoms (this rank's, or a gathered system

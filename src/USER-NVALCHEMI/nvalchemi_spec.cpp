@@ -108,7 +108,8 @@ namespace NVAlchemi {
     return outputs == o.outputs && node_energy_key == o.node_energy_key &&
         node_virial_key == o.node_virial_key && halo == o.halo &&
         num_message_passing_layers == o.num_message_passing_layers &&
-        exchange_feature_width == o.exchange_feature_width && compile == o.compile;
+        exchange_feature_width == o.exchange_feature_width && custom_ops == o.custom_ops &&
+        compile == o.compile;
   }
 
   MLIPSpec MLIPSpec::operator|(const MLIPSpec &right) const
@@ -120,6 +121,7 @@ namespace NVAlchemi {
     take_if_set(merged.halo, right.halo);
     take_if_set(merged.num_message_passing_layers, right.num_message_passing_layers);
     take_if_set(merged.exchange_feature_width, right.exchange_feature_width);
+    take_if_set(merged.custom_ops, right.custom_ops);
     take_if_set(merged.compile.static_shapes, right.compile.static_shapes);
     take_if_set(merged.compile.atom_capacity_growth, right.compile.atom_capacity_growth);
     take_if_set(merged.compile.edge_capacity_growth, right.compile.edge_capacity_growth);
@@ -142,6 +144,7 @@ namespace NVAlchemi {
     default_if_unset(r.halo, HaloMode::LOCAL);
     default_if_unset(r.num_message_passing_layers, 0);
     default_if_unset(r.exchange_feature_width, 0);
+    default_if_unset(r.custom_ops, std::vector<std::string>());
     default_if_unset(r.compile.static_shapes, false);
     default_if_unset(r.compile.atom_capacity_growth, 1.2);
     default_if_unset(r.compile.edge_capacity_growth, 1.2);
@@ -284,12 +287,26 @@ namespace NVAlchemi {
       return v.get<double>();
     }
 
+    // a list of operator names "namespace::name"
+    std::vector<std::string> get_operator_names(const json &list, const std::string &key)
+    {
+      if (!list.is_array()) bad(key, "must be a list of operator names \"namespace::name\"");
+      std::vector<std::string> names;
+      for (const json &name : list) {
+        if (!name.is_string() || name.get<std::string>().find("::") == std::string::npos)
+          bad(key,
+              "must list operators by name, \"namespace::name\" (as torch.ops.namespace.name)");
+        names.push_back(name.get<std::string>());
+      }
+      return names;
+    }
+
     // every key of `obj` except "preset" and "version", applied over `spec`
     void read_fields(const json &obj, MLIPSpec &spec)
     {
       check_keys(obj,
                  {"version", "preset", "outputs", "node_energy_key", "node_virial_key", "halo",
-                  "num_message_passing_layers", "exchange_feature_width", "compile"},
+                  "num_message_passing_layers", "exchange_feature_width", "custom_ops", "compile"},
                  "");
       if (obj.contains("outputs")) {
         const json &outputs = obj.at("outputs");
@@ -316,6 +333,8 @@ namespace NVAlchemi {
         spec.num_message_passing_layers = get_int(obj, "num_message_passing_layers", 0);
       if (obj.contains("exchange_feature_width"))
         spec.exchange_feature_width = get_int(obj, "exchange_feature_width", 0);
+      if (obj.contains("custom_ops"))
+        spec.custom_ops = get_operator_names(obj.at("custom_ops"), "custom_ops");
       if (obj.contains("compile")) {
         const json &c = obj.at("compile");
         if (!c.is_object()) bad("compile", "must be an object");
@@ -394,11 +413,22 @@ namespace NVAlchemi {
       check_keys(core, {"policy", "custom_ops", "third_party_helpers", "shard_fields"}, "core.");
       if (!core.contains("policy")) bad("core.policy", "is missing");
       spec.halo = halo_of_policy(core.at("policy"));
-      for (const char *hatch : {"custom_ops", "third_party_helpers"})
-        if (core.contains(hatch) && !core.at(hatch).is_null() && !core.at(hatch).empty())
+      // operators by name are what the model calls from operator libraries; adapters and
+      // helpers (objects) wrap Python callables for the toolkit's dispatch
+      for (const char *hatch : {"custom_ops", "third_party_helpers"}) {
+        if (!core.contains(hatch) || core.at(hatch).is_null() || core.at(hatch).empty()) continue;
+        const json &entries = core.at(hatch);
+        bool named = std::string(hatch) == "custom_ops" && entries.is_array();
+        for (const json &entry : entries)
+          named = named && entry.is_string() &&
+              entry.get<std::string>().find("::") != std::string::npos;
+        if (!named)
           bad(std::string("core.") + hatch,
               "names Python or Triton callables for the toolkit's dispatch, which a LAMMPS run "
-              "cannot call: build what they do into the TorchScript model");
+              "cannot call: build what they do into the TorchScript model, or list the "
+              "operators it calls from an operator library by name (\"namespace::name\")");
+        spec.custom_ops = get_operator_names(entries, "core.custom_ops");
+      }
       // read, and not needed here (doc/Howto_nvalchemi_spec.rst)
       optional_bool(j, "system_reductions", "");
       optional_bool(j, "gp_replicate_geometry", "");
@@ -464,6 +494,7 @@ namespace NVAlchemi {
     if (halo) j["halo"] = to_string(*halo);
     if (num_message_passing_layers) j["num_message_passing_layers"] = *num_message_passing_layers;
     if (exchange_feature_width) j["exchange_feature_width"] = *exchange_feature_width;
+    if (custom_ops) j["custom_ops"] = *custom_ops;
     json c = json::object();
     if (compile.static_shapes) c["static_shapes"] = *compile.static_shapes;
     if (compile.atom_capacity_growth) c["atom_capacity_growth"] = *compile.atom_capacity_growth;

@@ -70,6 +70,9 @@ namespace NVAlchemi {
     std::optional<HaloMode> halo;
     std::optional<int> num_message_passing_layers;
     std::optional<int> exchange_feature_width;
+    // operators from operator libraries the model needs ("namespace::name"; the toolkit's
+    // custom_ops), checked to be registered before the first step
+    std::optional<std::vector<std::string>> custom_ops;
     CompilePolicy compile;
 
     // Composition: fields set on the right win; output tables merge key by key.

@@ -160,7 +160,7 @@ void PairNVAlchemi::allocate()
 /* ----------------------------------------------------------------------
    pair_style nvalchemi <model.pt> [spec <preset>] [halo <mode>]
      [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N]
-     [device cpu|cuda|cuda:N] [output <name> <kind> <reduce>] ...
+     [device cpu|cuda|cuda:N] [library <file.so>] [output <name> <kind> <reduce>] ...
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::settings(int narg, char **arg)
@@ -169,6 +169,7 @@ void PairNVAlchemi::settings(int narg, char **arg)
 
   NVAlchemi::MLIPSpec preset_keyword, overrides;
   std::unique_ptr<NVAlchemi::Device> requested_device;
+  std::vector<std::string> libraries;
   threads = 0;
   int iarg = 1;
   try {
@@ -206,6 +207,10 @@ void PairNVAlchemi::settings(int narg, char **arg)
         requested_device =
             std::make_unique<NVAlchemi::Device>(NVAlchemi::parse_device(arg[iarg + 1]));
         iarg += 2;
+      } else if (keyword == "library") {
+        need(1);
+        libraries.emplace_back(arg[iarg + 1]);
+        iarg += 2;
       } else if (keyword == "output") {
         need(3);
         overrides.outputs[arg[iarg + 1]] = {NVAlchemi::parse_output_kind(arg[iarg + 2]),
@@ -220,6 +225,7 @@ void PairNVAlchemi::settings(int narg, char **arg)
   }
   state->overrides = preset_keyword | overrides;
   state->device = NVAlchemi::rank_device(lmp, requested_device.get());
+  NVAlchemi::load_op_libraries(lmp, libraries);    // before the model: it may call their ops
   load_model(arg[0]);
 
   // a re-issued pair_style may bring a model with other species: require a new pair_coeff
@@ -277,6 +283,7 @@ void PairNVAlchemi::load_model(const char *file)
     error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
   }
   const NVAlchemi::MLIPSpec &spec = s.spec;
+  NVAlchemi::check_operators(lmp, file, s.model->custom_operators(), *spec.custom_ops);
   // errors about the effective spec name where its fields came from
   s.halo_origin = s.overrides.halo ? "the pair_style keywords set"
                                    : fmt::format("the spec of model {} sets", file);

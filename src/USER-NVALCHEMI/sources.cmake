@@ -15,6 +15,7 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_hook.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_row_exchange.cpp

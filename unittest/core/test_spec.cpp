@@ -37,6 +37,7 @@ MLIPSpec everything_set()
   s.halo = HaloMode::DEEP;
   s.num_message_passing_layers = 4;
   s.exchange_feature_width = 128;
+  s.custom_ops = std::vector<std::string>{"nvalchemi_kernels::lj_edge_energy", "mylib::tp.out"};
   s.compile.static_shapes = true;
   s.compile.atom_capacity_growth = 1.0 / 3.0 + 1.0;
   s.compile.edge_capacity_growth = 2.5;
@@ -115,6 +116,17 @@ TEST(Spec, JsonRoundTripKeepsEveryField)
         << name;
   }
   EXPECT_EQ(MLIPSpec::from_json(MLIPSpec().to_json()), MLIPSpec());
+}
+
+TEST(Spec, CustomOpsAreOperatorNames)
+{
+  const MLIPSpec s = MLIPSpec::from_json(R"({"preset": "SPEC_LJ_HALO", "custom_ops": ["a::b"]})");
+  EXPECT_EQ(*s.custom_ops, std::vector<std::string>{"a::b"});
+  EXPECT_TRUE(preset("SPEC_LJ_HALO").resolved().custom_ops->empty());
+  expect_error(R"({"preset": "SPEC_LJ_HALO", "custom_ops": "a::b"})",
+               "'custom_ops' must be a list of operator names");
+  expect_error(R"({"preset": "SPEC_LJ_HALO", "custom_ops": ["kernel"]})",
+               "'custom_ops' must list operators by name, \"namespace::name\"");
 }
 
 TEST(Spec, PresetPlusOverrides)
@@ -287,6 +299,13 @@ TEST(ToolkitSpec, MalformedVersion2IsRefusedWithItsKey)
   expect_error(R"({"version": 2, "core": {"policy": {"kind": "halo"},
                "custom_ops": [{"op": "mylib::kernel"}]}})",
                "'core.custom_ops' names Python or Triton callables");
+  expect_error(R"({"version": 2, "core": {"policy": {"kind": "halo"},
+               "third_party_helpers": ["mylib::kernel"]}})",
+               "'core.third_party_helpers' names Python or Triton callables");
+  // operators by name are what the model calls from operator libraries
+  const MLIPSpec named = MLIPSpec::from_json(R"({"version": 2, "core": {"policy": {"kind": "halo"},
+      "custom_ops": ["mylib::kernel"]}})");
+  EXPECT_EQ(*named.custom_ops, std::vector<std::string>{"mylib::kernel"});
   expect_error(v2(R"(, "halo": "deep")"), "unknown spec key 'halo'");
   expect_error(v2(R"(, "output_kinds": [["energy"]])"),
                "'output_kinds' must be a list of [name, kind] pairs");

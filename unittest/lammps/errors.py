@@ -183,6 +183,9 @@ def make_models(workdir):
     models["bad_spec"] = os.path.join(workdir, "bad_spec.pt")
     save_model(WrongShape(), models["bad_spec"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "halo_mode": "local"})
+    models["unregistered_custom_op"] = os.path.join(workdir, "unregistered_custom_op.pt")
+    save_model(WrongShape(), models["unregistered_custom_op"], cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_LJ_HALO", "custom_ops": ["nvalchemi_kernels::not_a_kernel"]})
     models["writes_into_input"] = os.path.join(workdir, "writes_into_input.pt")
     save_model(WritesIntoInput(), models["writes_into_input"], cutoff=2.5, species=[18], units="lj")
     models["wrong_shape"] = os.path.join(workdir, "wrong_shape.pt")
@@ -261,6 +264,28 @@ def device_cases(lj_model, aoti_model, workdir):
         ("AOTInductor package compiled for a GPU, run on the CPU", dict(ok, model=gpu_package),
          r"Cannot load .*gpu_package\.pt2 as an AOTInductor model: the package was compiled for device 'cuda' and "
          r"this pair style runs its model on device 'cpu': use the pair_style keyword device cuda"),
+    ]
+
+
+def library_cases(fused_model, models, workdir):
+    """The library keyword: files that are no operator library, and a model calling an operator
+    that no loaded library registers."""
+    ok = {"units": "lj", "newton": "", "model": fused_model, "keywords": "", "elements": "Ar Ar", "after": ""}
+    not_shared = os.path.join(workdir, "not_a_library.so")
+    with open(not_shared, "w") as f:
+        f.write("this is text, not a shared object\n")
+    return [
+        ("operator library that does not exist", dict(ok, keywords=" library /nonexistent/ops.so"),
+         r"pair_style nvalchemi library: cannot find the operator library /nonexistent/ops\.so: check the path"),
+        ("operator library that is not a shared object", dict(ok, keywords=f" library {not_shared}"),
+         r"pair_style nvalchemi library: cannot load the operator library .*not_a_library\.so: .*(invalid ELF header|"
+         r"file too short).* \(an operator library is a shared object built against the same LibTorch"),
+        ("model calling an operator no library registers", ok,
+         r"Cannot load .*lj_ar_fused\.pt as a TorchScript model: the model calls the operator "
+         r"nvalchemi_kernels::lj_edge_energy, which no loaded library registers: .*'library <file>\.so'"),
+        ("spec listing an operator no library registers", dict(ok, model=models["unregistered_custom_op"]),
+         r"Model .*unregistered_custom_op\.pt needs the operator\(s\) nvalchemi_kernels::not_a_kernel, which no "
+         r"loaded library registers"),
     ]
 
 
@@ -427,13 +452,15 @@ def main():
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--aoti-model", required=True, help="the LJ model as an AOTInductor package")
+    parser.add_argument("--fused-model", required=True, help="the LJ model calling the fused kernel library")
     args = parser.parse_args()
 
     failures = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
         models = make_models(workdir)
         all_cases = (cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
-                     + device_cases(args.model, args.aoti_model, workdir))
+                     + device_cases(args.model, args.aoti_model, workdir)
+                     + library_cases(args.fused_model, models, workdir))
         for n, (name, fields, expected) in enumerate(all_cases):
             failures += run_case(args, workdir, n, name, BASE.format(**fields), expected)
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout
