@@ -100,24 +100,24 @@ Tensor lj_edge_energy_backward_cpu(const Tensor &grad_in, const Tensor &edge_vec
   return result;
 }
 
-// the operators as the dispatcher serves them (below autograd)
+// an operator of this library as the dispatcher serves it (below autograd); both take five
+// tensors and return one
+using FiveTensorOp = Tensor(const Tensor &, const Tensor &, const Tensor &, const Tensor &,
+                            const Tensor &);
+c10::TypedOperatorHandle<FiveTensorOp> dispatched(const char *name)
+{ return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<FiveTensorOp>(); }
+
 Tensor call_forward(const Tensor &edge_vectors, const Tensor &edge_types, const Tensor &epsilon,
                     const Tensor &sigma, const Tensor &offset)
 {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("nvalchemi_kernels::lj_edge_energy", "")
-                       .typed<Tensor(const Tensor &, const Tensor &, const Tensor &, const Tensor &,
-                                     const Tensor &)>();
+  static const auto op = dispatched("nvalchemi_kernels::lj_edge_energy");
   return op.call(edge_vectors, edge_types, epsilon, sigma, offset);
 }
 
 Tensor call_backward(const Tensor &grad, const Tensor &edge_vectors, const Tensor &edge_types,
                      const Tensor &epsilon, const Tensor &sigma)
 {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("nvalchemi_kernels::lj_edge_energy_backward", "")
-                       .typed<Tensor(const Tensor &, const Tensor &, const Tensor &, const Tensor &,
-                                     const Tensor &)>();
+  static const auto op = dispatched("nvalchemi_kernels::lj_edge_energy_backward");
   return op.call(grad, edge_vectors, edge_types, epsilon, sigma);
 }
 
