@@ -32,7 +32,7 @@ from typing import Dict
 import numpy as np
 import torch
 
-from harness import make_system, relative_difference, run_lammps
+from harness import make_system, read_dumps, relative_difference, run_lammps, thermo_table
 
 HOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "potentials", "hooks.py")
 
@@ -78,37 +78,6 @@ def lammps(args, workdir, label, nranks, text, expect_failure=False):
                  f"{'an error' if expect_failure else 'success'}:\n{output[-4000:]}")
     log = os.path.join(rundir, "log.lammps")
     return output, open(log).read() if os.path.exists(log) else ""
-
-
-def thermo_table(log, first_column="Step"):
-    """Rows of every thermo block in a log, as {step: values} (later blocks win)."""
-    table, in_block = {}, False
-    for line in log.splitlines():
-        words = line.split()
-        if words and words[0] == first_column:
-            in_block = True
-            continue
-        if in_block:
-            try:
-                values = [float(w) for w in words]
-            except ValueError:
-                in_block = False
-                continue
-            if values:
-                table[int(values[0])] = np.array(values[1:])
-    return table
-
-
-def read_dumps(path):
-    """{step: rows} of a multi-frame LAMMPS custom dump sorted by ID."""
-    frames, lines = {}, open(path).read().splitlines()
-    k = 0
-    while k < len(lines):
-        step = int(lines[k + 1])
-        n = int(lines[k + 3])
-        frames[step] = np.array([[float(w) for w in line.split()] for line in lines[k + 9:k + 9 + n]])
-        k += 9 + n
-    return frames
 
 
 def grid_commands(args):

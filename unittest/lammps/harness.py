@@ -123,3 +123,34 @@ def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps):
                         np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1))
                  for step in steps}
     return snapshots, proc.stdout
+
+
+def thermo_table(log, first_column="Step"):
+    """Rows of every thermo block in a log, as {step: values} (later blocks win)."""
+    table, in_block = {}, False
+    for line in log.splitlines():
+        words = line.split()
+        if words and words[0] == first_column:
+            in_block = True
+            continue
+        if in_block:
+            try:
+                values = [float(w) for w in words]
+            except ValueError:
+                in_block = False
+                continue
+            if values:
+                table[int(values[0])] = np.array(values[1:])
+    return table
+
+
+def read_dumps(path):
+    """{step: rows} of a multi-frame LAMMPS custom dump sorted by ID."""
+    frames, lines = {}, open(path).read().splitlines()
+    k = 0
+    while k < len(lines):
+        step = int(lines[k + 1])
+        n = int(lines[k + 3])
+        frames[step] = np.array([[float(w) for w in line.split()] for line in lines[k + 9:k + 9 + n]])
+        k += 9 + n
+    return frames
