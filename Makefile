@@ -36,13 +36,18 @@ deps:
 export-venvs:
 	@tools/install-export-venvs.sh $(BUILD)
 
-# LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE)
+# LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE), and of
+# LAMMPS' unit tests only the force-style harness test_pair_style (unittest/force-styles)
+GTEST_TARBALL := $(BUILD)/downloads/googletest-debian.tar.gz
 lammps: deps
-	@test -f $(BUILD)/lammps/CMakeCache.txt || cmake -S $(LAMMPS_DIR)/cmake -B $(BUILD)/lammps \
+	@grep -q '^ENABLE_TESTING:BOOL=on' $(BUILD)/lammps/CMakeCache.txt 2>/dev/null || \
+	  cmake -S $(LAMMPS_DIR)/cmake -B $(BUILD)/lammps \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DBUILD_MPI=on \
 	  -DCMAKE_PROJECT_lammps_INCLUDE=$(CURDIR)/cmake/USER-NVALCHEMI.cmake \
-	  -DNVALCHEMI_PYTHON=$(PYTHON) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on)
-	@cmake --build $(BUILD)/lammps -j $(JOBS)
+	  -DNVALCHEMI_PYTHON=$(PYTHON) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on) \
+	  -DENABLE_TESTING=on -DGTEST_URL=file://$(GTEST_TARBALL) \
+	  -DGTEST_SHA256=$$(sha256sum $(GTEST_TARBALL) | cut -d' ' -f1)
+	@cmake --build $(BUILD)/lammps -j $(JOBS) --target lmp test_pair_style
 
 # the plugin, the unit tests, the reference models and the ctest suite
 nvalchemi: lammps

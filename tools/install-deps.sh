@@ -10,7 +10,8 @@ build_dir=${1:?usage: install-deps.sh <build-dir>}
 mkdir -p "$build_dir"
 build_dir=$(cd "$build_dir" && pwd)
 
-apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev libgtest-dev time)
+# googletest (its source) and libyaml-dev: LAMMPS' force-style harness (unittest/force-styles)
+apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev libgtest-dev googletest libyaml-dev time)
 lammps_version=20260704+dfsg-2
 lammps_tarball=lammps_20260704+dfsg.orig.tar.gz
 lammps_sha256=cddbc45a047416bd48a4a0b87f24a5b61b3446982b74d18cafe619c22b17eb62
@@ -59,6 +60,14 @@ if [ -z "${LAMMPS_DIR:-}" ]; then
     tar -xzf "$dl_dir/$lammps_tarball" -C "$src_dir.tmp"
     rm -rf "$src_dir" && mv "$src_dir.tmp" "$src_dir"
   fi
+fi
+
+# --- GoogleTest for LAMMPS' unit-test harness: Debian's source as the local tarball that LAMMPS'
+# GTEST_URL/GTEST_SHA256 take (LAMMPS would otherwise download it from GitHub) -----------------
+gtest_tarball="$build_dir/downloads/googletest-debian.tar.gz"
+if [ ! -f "$gtest_tarball" ]; then
+  mkdir -p "$build_dir/downloads"
+  tar -czf "$gtest_tarball.tmp" -C /usr/src googletest && mv "$gtest_tarball.tmp" "$gtest_tarball"
 fi
 
 # --- Python virtual environment with PyTorch (LibTorch for C++, torch for the model scripts) --
