@@ -39,6 +39,8 @@ prepare() {
   echo "$MPICH_SHA256  $BUNDLE/$MPICH_WHEEL" | sha256sum -c --quiet ||
     { echo "gpu_check.sh prepare: $MPICH_WHEEL does not have the pinned checksum" >&2; exit 1; }
   cp "$models"/lj_ar.pt "$models"/schnet_layerwise.pt "$models"/schnet_deep.pt "$BUNDLE/models/"
+  # zlib's headers, for a machine that has its library but not its development files
+  mkdir -p "$BUNDLE/zlib" && cp /usr/include/zlib.h /usr/include/zconf.h "$BUNDLE/zlib/"
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$python" "$ROOT/bench/gpu_check.py" reference \
     --lmp "$ROOT/build/lammps/lmp" --models "$BUNDLE/models" --out "$BUNDLE/reference.json"
   du -sh "$BUNDLE"
@@ -80,8 +82,12 @@ run() {
   local generator=() launcher=()
   command -v ninja > /dev/null && generator=(-G Ninja)
   command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  local zlib=()
+  if ! echo '#include <zlib.h>' | c++ -E -x c++ - > /dev/null 2>&1; then
+    zlib=(-DZLIB_INCLUDE_DIR="$BUNDLE/zlib" -DZLIB_LIBRARY="$(ldconfig -p | awk '/libz\.so\.1 /{print $NF; exit}')")
+  fi
   local start=$SECONDS
-  cmake -S "$work/lammps/cmake" -B "$work/build" "${generator[@]}" \
+  cmake -S "$work/lammps/cmake" -B "$work/build" "${generator[@]}" "${zlib[@]}" \
     "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on -DBUILD_OMP=off \
     -DCMAKE_PROJECT_lammps_INCLUDE="$ROOT/cmake/USER-NVALCHEMI.cmake" -DPKG_USER-NVALCHEMI=on \
     -DNVALCHEMI_PYTHON="$(command -v "$python")" > "$out/configure.log"

@@ -11,7 +11,7 @@ mkdir -p "$build_dir"
 build_dir=$(cd "$build_dir" && pwd)
 
 # googletest (its source) and libyaml-dev: LAMMPS' force-style harness (unittest/force-styles)
-apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev libgtest-dev googletest libyaml-dev time)
+apt_packages=(libopenmpi-dev openmpi-bin ccache libfftw3-dev zlib1g-dev libgtest-dev googletest libyaml-dev time)
 lammps_version=20260704+dfsg-2
 lammps_tarball=lammps_20260704+dfsg.orig.tar.gz
 lammps_sha256=cddbc45a047416bd48a4a0b87f24a5b61b3446982b74d18cafe619c22b17eb62

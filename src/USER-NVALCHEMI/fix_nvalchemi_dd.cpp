@@ -572,54 +572,49 @@ double FixNVAlchemiDD::compute_scalar()
 }
 
 /* ----------------------------------------------------------------------
-   guard: non-finite energy or forces stop the run naming the atoms and
-   ranks; forces above the threshold stop it or are clamped
+   guard: non-finite total forces (from any style or fix: pair_style
+   nvalchemi stops its own model's on the rank that has them) stop the run
+   naming the atoms and ranks; forces above the threshold stop it or are
+   clamped
 ------------------------------------------------------------------------- */
 
 void FixNVAlchemiDD::guard()
 {
   Impl &h = *impl;
-  int bad_energy = 0;
-  for (const PairNVAlchemi *model : h.models)
-    if (!std::isfinite(model->last_step().energy_share)) bad_energy = 1;
   const NVAlchemi::ForceCheck check = NVAlchemi::check_forces(
       atom->f, atom->mask, groupbit, atom->nlocal, h.max_force, h.clamp, GUARD_REPORTED);
 
-  bigint counts[4] = {bad_energy, check.non_finite, check.too_large, check.clamped};
-  MPI_Allreduce(MPI_IN_PLACE, counts, 4, MPI_LMP_BIGINT, MPI_SUM, world);
-  if (counts[3]) {
-    h.clamped += counts[3];
+  bigint counts[3] = {check.non_finite, check.too_large, check.clamped};
+  MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_LMP_BIGINT, MPI_SUM, world);
+  if (counts[2]) {
+    h.clamped += counts[2];
     if (!h.clamp_warned && comm->me == 0)
       error->warning(FLERR,
                      "Fix nvalchemi/dd guard clamped {} forces above {} on step {}; the total "
                      "is reported in f_{}[{}]",
-                     counts[3], h.max_force, update->ntimestep, id, CLAMPED + 1);
+                     counts[2], h.max_force, update->ntimestep, id, CLAMPED + 1);
     h.clamp_warned = true;
   }
-  if (!counts[0] && !counts[1] && !counts[2]) return;
+  if (!counts[0] && !counts[1]) return;
 
-  // name the atoms (and ranks) on rank 0: ID, rank, kind (0 non-finite, 1 too large, 2 energy)
+  // name the atoms (and ranks) on rank 0: ID, rank, kind (0 non-finite, 1 too large)
   std::vector<double> mine;
   const double me = comm->me;
   for (int i : check.non_finite_atoms) mine.insert(mine.end(), {1.0 * atom->tag[i], me, 0.0});
   for (int i : check.too_large_atoms) mine.insert(mine.end(), {1.0 * atom->tag[i], me, 1.0});
-  if (bad_energy) mine.insert(mine.end(), {0.0, me, 2.0});
   NVAlchemi::Gathered g;
   NVAlchemi::gather_rows(mine, 3, false, world, g);
-  std::string atoms[3];
+  std::string atoms[2];
   for (int row : g.by_id) {
     const double *r = &g.rows[3 * static_cast<size_t>(row)];
-    const int kind = static_cast<int>(r[2]);
-    atoms[kind] += kind == 2
-        ? fmt::format(" {}", static_cast<int>(r[1]))
-        : fmt::format(" {} (rank {})", static_cast<bigint>(r[0]), static_cast<int>(r[1]));
+    atoms[static_cast<int>(r[2])] +=
+        fmt::format(" {} (rank {})", static_cast<bigint>(r[0]), static_cast<int>(r[1]));
   }
   std::string message;
-  if (counts[0]) message += fmt::format("non-finite model energy on ranks{}; ", atoms[2]);
+  if (counts[0])
+    message += fmt::format("non-finite forces on {} atoms, IDs:{}; ", counts[0], atoms[0]);
   if (counts[1])
-    message += fmt::format("non-finite forces on {} atoms, IDs:{}; ", counts[1], atoms[0]);
-  if (counts[2])
-    message += fmt::format("forces above maxforce {} on {} atoms, IDs:{}; ", h.max_force, counts[2],
+    message += fmt::format("forces above maxforce {} on {} atoms, IDs:{}; ", h.max_force, counts[1],
                            atoms[1]);
   error->all(FLERR, Error::NOLASTLINE,
              "Fix nvalchemi/dd guard on step {}: {}(at most {} atoms "

@@ -158,6 +158,8 @@ namespace NVAlchemi {
             throw std::runtime_error("the AOTInductor program must return (atomic energies [" +
                                      std::to_string(nrows) + "], edge gradients [" +
                                      std::to_string(nedges) + ", 3])");
+          placement.check_output("atomic energies", result[0]);
+          placement.check_output("edge gradients", result[1]);
           // back to the host together: the energy share, the real edges' gradient, the energies
           start = Clock::now();
           const auto host =

@@ -147,6 +147,49 @@ namespace NVAlchemi {
     return true;
   }
 
+  namespace {
+    // values[k] for k < count that are not finite: how many, and the first
+    struct NonFinite {
+      int64_t count = 0, first = -1;
+    };
+    NonFinite non_finite(const double *values, int64_t count)
+    {
+      NonFinite found;
+      for (int64_t k = 0; k < count; ++k)
+        if (!std::isfinite(values[k]) && found.count++ == 0) found.first = k;
+      return found;
+    }
+  }    // namespace
+
+  void check_finite(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
+                    const ModelOutputs &outputs, const std::function<int64_t(int64_t)> &atom_id)
+  {
+    using std::to_string;
+    if (!std::isfinite(outputs.energy_share))
+      throw OutputError("the model returned a non-finite energy (" +
+                        to_string(outputs.energy_share) + ") for this rank's atoms");
+    if (share.differentiate) {
+      const double *g = outputs.edge_gradients.get();
+      if (!g) return;
+      const NonFinite bad = non_finite(g, 3 * graph.num_edges());
+      if (!bad.count) return;
+      const int64_t e = bad.first / 3;
+      throw OutputError("non-finite forces: the energy's gradient is " + to_string(g[bad.first]) +
+                        " on the edge from atom " + to_string(atom_id(graph.edges[2 * e])) +
+                        " to atom " + to_string(atom_id(graph.edges[2 * e + 1])) + " (" +
+                        to_string(bad.count) + " of the " + to_string(3 * graph.num_edges()) +
+                        " edge-gradient values on this rank are not finite)");
+    }
+    const OutputTensor &f = row_output(outputs, "forces", graph, 3, "Force strategy 'model'");
+    const int64_t rows = consolidated_rows(spec.outputs.at("forces"), graph);
+    const NonFinite bad = non_finite(f.values.data(), 3 * rows);
+    if (bad.count)
+      throw OutputError("non-finite model forces: " + to_string(f.values[bad.first]) + " on atom " +
+                        to_string(atom_id(bad.first / 3)) + " (" + to_string(bad.count) +
+                        " of the " + to_string(3 * rows) +
+                        " force values on this rank are not finite)");
+  }
+
   void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
                   const ModelOutputs &outputs, double volume, int nprocs, Contribution &c,
                   std::vector<double> &row_forces)

@@ -11,6 +11,7 @@
 #include "nvalchemi_model.h"
 #include "nvalchemi_spec.h"
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -83,6 +84,13 @@ namespace NVAlchemi {
   // `purpose`, when the declared output is missing.
   bool add_model_virial(const MLIPSpec &spec, const Graph &graph, const ModelOutputs &outputs,
                         double volume, int nprocs, const std::string &purpose, double virial[6]);
+
+  // A model result that is not finite on this rank: its energy share, its edge gradients (the
+  // framework's forces) or, with force strategy 'model', the forces on the rows the tally reads.
+  // Throws OutputError naming the first atom affected (`atom_id` of a row) and how many values
+  // are not finite; returns quietly otherwise.
+  void check_finite(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
+                    const ModelOutputs &outputs, const std::function<int64_t(int64_t)> &atom_id);
 
   // One evaluation's energy, forces and virial: a rank's share, or (summed over ranks) the
   // decomposed result that fix nvalchemi/dd validate compares with the single-process reference.

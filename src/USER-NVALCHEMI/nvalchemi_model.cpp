@@ -7,6 +7,7 @@
 
 #include "nvalchemi_torch.h"
 
+#include "nvalchemi_archive.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_ops.h"
 
@@ -86,6 +87,36 @@ namespace NVAlchemi {
       offset += t.numel();
     }
     return host;
+  }
+
+  namespace {
+    // the names the metadata and torch.dtype use: float64, float32, ...
+    std::string dtype_name(torch::Dtype type)
+    {
+      switch (type) {
+        case torch::kFloat64:
+          return "float64";
+        case torch::kFloat32:
+          return "float32";
+        case torch::kFloat16:
+          return "float16";
+        case torch::kBFloat16:
+          return "bfloat16";
+        default:
+          return c10::toString(type);
+      }
+    }
+  }    // namespace
+
+  void Placement::check_output(const std::string &name, const torch::Tensor &output) const
+  {
+    if (output.device() == where && (!output.is_floating_point() || output.scalar_type() == real))
+      return;
+    throw std::runtime_error("the model returned '" + name + "' as " +
+                             dtype_name(output.scalar_type()) + " on " + output.device().str() +
+                             "; its outputs must be " + dtype_name(real) +
+                             " (the metadata's dtype) on " + where.str() +
+                             " (where pair_style nvalchemi placed its inputs)");
   }
 
   namespace {
@@ -249,6 +280,8 @@ namespace NVAlchemi {
           if (!result.isGenericDict())
             throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
           const auto dict = result.toGenericDict();
+          for (const auto &item : dict)
+            placement.check_output(item.key().toStringRef(), item.value().toTensor());
 
           if (!dict.contains(share.key))
             throw std::runtime_error("the model's output has no '" + share.key +
@@ -317,6 +350,7 @@ namespace NVAlchemi {
 
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device)
   {
+    check_archive(file_bytes);
     register_exchange_ops();    // before deserializing: the model's code may call them
     if (is_aoti_package(file_bytes)) return load_aoti_model(file_bytes, device);
     return std::make_unique<TorchScriptRunner>(file_bytes, device);
@@ -329,6 +363,7 @@ namespace NVAlchemi {
 
   TorchHook::TorchHook(const std::string &archive) : impl(new Impl)
   {
+    check_archive(archive);
     register_exchange_ops();
     rethrow_torch_errors([&] {
       std::istringstream stream(archive);

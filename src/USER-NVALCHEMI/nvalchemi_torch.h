@@ -42,6 +42,9 @@ namespace NVAlchemi {
     // `tensors` (all defined) on the host as contiguous double precision: on the CPU without a
     // copy where they are such already; from a GPU in one copy for all of them.
     std::vector<torch::Tensor> to_host(const std::vector<torch::Tensor> &tensors) const;
+    // Throws std::runtime_error when the model's output `name` is a floating-point tensor of
+    // another dtype than `real` (the metadata's) or lives on another device than the inputs.
+    void check_output(const std::string &name, const torch::Tensor &output) const;
 
    private:
     torch::Device where;

@@ -448,6 +448,9 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 
   const double tally_start = platform::walltime();
   stop_on_output_error(lmp, s.model_file, [&] {
+    NVAlchemi::check_finite(s.spec, s.share, s.graph, s.outputs, [&](int64_t row) {
+      return static_cast<int64_t>(atom->tag[s.graph.row_atom[row]]);
+    });
     tally_energy();
     if (s.share.differentiate)
       tally_edge_forces();
@@ -464,7 +467,6 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   summary.forward = s.outputs.forward_seconds;
   summary.backward = s.outputs.backward_seconds;
   summary.edges = s.graph.num_edges();
-  summary.energy_share = s.outputs.energy_share;
 }
 
 /* ----------------------------------------------------------------------

@@ -66,7 +66,6 @@ class PairNVAlchemi : public Pair {
     double model = 0.0, exchange = 0.0, glue = 0.0;
     double graph = 0.0, tensors = 0.0, forward = 0.0, backward = 0.0, tally = 0.0;
     bigint edges = 0;
-    double energy_share = 0.0;    // this rank's share of the energy (sums to the total)
   };
   const StepSummary &last_step() const { return summary; }
   // element of each atom type (0: NULL), [ntypes+1]; empty before pair_coeff

@@ -6,6 +6,7 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_global.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fix_nvalchemi_dd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_archive.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_consolidate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_drift.cpp
@@ -24,3 +25,7 @@ set(NVALCHEMI_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_aoti.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_ops.cpp)
+# What NVALCHEMI_SOURCES link besides LAMMPS and LibTorch: zlib (nvalchemi_archive.cpp checks the
+# CRC-32 of every entry of a model archive, deflated ones inflated).
+find_package(ZLIB REQUIRED)
+set(NVALCHEMI_LIBRARIES ZLIB::ZLIB)

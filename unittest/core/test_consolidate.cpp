@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 using namespace LAMMPS_NS::NVAlchemi;
@@ -247,6 +248,54 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
   EXPECT_EQ(rows, (std::vector<double>{-1, -0.25, 0, 1, 0, 0, 0, 0.25, 0}));
   EXPECT_DOUBLE_EQ(c.virial[0], -(-1 * 0.5 + 1 * -0.5));    // -sum r_x g_x
   EXPECT_DOUBLE_EQ(c.virial[1], -(-1 * 0.25));
+}
+
+TEST(Consolidation, NonFiniteResultsNameTheFirstAtomAndCountTheRest)
+{
+  const Graph g = two_owned_one_ghost();
+  const auto id = [&](int64_t row) {
+    return int64_t{100} + g.row_atom[row];
+  };
+  const MLIPSpec lj = preset("SPEC_LJ_HALO").resolved();
+  const auto message = [](const auto &check) {
+    try {
+      check();
+    } catch (OutputError &e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  ModelOutputs out;
+  const auto gradients = std::make_shared<std::vector<double>>(
+      std::vector<double>{0.5, 0, 0, 0, NAN, NAN, -0.5, 0, 0});
+  out.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  out.energy_share = 1.0;
+  // edge 1 (row 2 -> row 0: atoms 103 -> 100) holds the first of two NaNs
+  EXPECT_EQ(message([&] {
+              check_finite(lj, energy_share(lj, 1), g, out, id);
+            }),
+            "non-finite forces: the energy's gradient is nan on the edge from atom 103 to atom "
+            "100 (2 of the 9 edge-gradient values on this rank are not finite)");
+  out.energy_share = INFINITY;
+  EXPECT_EQ(message([&] {
+              check_finite(lj, energy_share(lj, 1), g, out, id);
+            }),
+            "the model returned a non-finite energy (inf) for this rank's atoms");
+
+  // model forces: only the rows the tally reads (owned rows of an owned_only output) count
+  MLIPSpec uma = preset("SPEC_UMA_HALO").resolved();
+  uma.outputs["forces"].reduce = Reduce::OWNED_ONLY;
+  ModelOutputs own = outputs_with({{"forces", {{3, 3}, {1, 2, 3, 4, -INFINITY, 6, NAN, 8, 9}}}});
+  EXPECT_EQ(message([&] {
+              check_finite(uma, energy_share(uma, 1), g, own, id);
+            }),
+            "non-finite model forces: -inf on atom 101 (1 of the 6 force values on this rank are "
+            "not finite)");
+  own.tensors.at("forces").values[4] = 5;
+  EXPECT_EQ(message([&] {
+              check_finite(uma, energy_share(uma, 1), g, own, id);
+            }),
+            "(accepted)");
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Unit tests: the TorchScript and AOTInductor runners on the Lennard-Jones reference model,
 // against the analytic energy and edge gradients and against each other.
 
+#include "nvalchemi_archive.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
 #include "nvalchemi_reference.h"
@@ -64,6 +65,37 @@ TEST(TorchScriptRunner, LoadsMetadataFromTheArchive)
 
 TEST(TorchScriptRunner, RejectsBytesThatAreNotAnArchive)
 { EXPECT_THROW(load_model("not a model"), std::runtime_error); }
+
+TEST(Archive, DamagedOrTruncatedModelFilesAreRefusedBeforeLoading)
+{
+  for (const char *path : {NVALCHEMI_LJ_MODEL, NVALCHEMI_LJ_AOTI_MODEL}) {
+    const std::string bytes = read_file(path);
+    EXPECT_NO_THROW(check_archive(bytes)) << path;
+    // one byte changed in the middle of the file (inside an entry's data): PyTorch may load it
+    std::string damaged = bytes;
+    damaged[damaged.size() / 2] ^= 0x20;
+    try {
+      check_archive(damaged);
+      FAIL() << path << ": a damaged entry was accepted";
+    } catch (std::runtime_error &e) {
+      EXPECT_NE(std::string(e.what()).find("fails its CRC-32 check: the file is damaged"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(load_model(damaged), std::runtime_error) << path;
+    for (const size_t keep : {bytes.size() / 2, bytes.size() - 10}) {
+      try {
+        check_archive(bytes.substr(0, keep));
+        FAIL() << path << ": a file truncated to " << keep << " bytes was accepted";
+      } catch (std::runtime_error &e) {
+        EXPECT_NE(std::string(e.what()).find("the zip archive is truncated or damaged"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  EXPECT_NO_THROW(check_archive("not an archive: left to the loader"));
+}
 
 TEST(TorchScriptRunner, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
 {

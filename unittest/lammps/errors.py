@@ -85,6 +85,50 @@ pair_coeff * * Ar
 """
 
 
+class FailsInOneQuarter(torch.nn.Module):
+    """A two-layer model that refreshes its ghost rows between layers (so the other ranks wait in
+    the exchange) and, if `fault` says so, fails where it owns atoms in the third quarter of the
+    box in x (rank 2 of a 4x1x1 grid): it raises (from its first call, or its sixth), or returns
+    its energies as float32."""
+
+    def __init__(self, fault: str):
+        super().__init__()
+        self.fault = fault
+        self.calls = 0
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        self.calls += 1
+        n_owned = int(inputs["n_owned"])
+        rows = inputs["positions"].shape[0]
+        receivers = inputs["neighbor_list"][:, 1]
+        r2 = (inputs["edge_vectors"] * inputs["edge_vectors"]).sum(1)
+        h = torch.zeros(rows, 1, dtype=torch.float64).index_add(0, receivers, torch.exp(-r2).unsqueeze(1))
+        h = torch.ops.nvalchemi.refresh_neighbors(h)
+        fraction = inputs["positions"][:n_owned, 0] / inputs["cell"][0, 0, 0]
+        mine = bool(((fraction >= 0.5) & (fraction < 0.75)).any())
+        if mine and (self.fault == "raise" or (self.fault == "raise_on_6th_call" and self.calls >= 6)):
+            raise RuntimeError("deliberate failure in the third quarter of the box")
+        h = torch.ops.nvalchemi.refresh_neighbors(h * h)
+        energies = h[:, 0]
+        if mine and self.fault == "float32":
+            energies = energies.to(torch.float32)
+        return {"atomic_energies": energies}
+
+
+# a 4x1x1 grid over a bulk crystal: rank 2 owns the third quarter of the box in x
+FOUR_RANK_BASE = """units lj
+atom_style atomic
+processors 4 1 1
+lattice fcc 0.8442
+region box block 0 8 0 4 0 4
+create_box 2 box
+create_atoms 1 box
+mass * 1.0
+{setup}pair_style nvalchemi {model}{keywords}
+pair_coeff * * {elements}
+{after}"""
+
+
 class WritesIntoInput(torch.nn.Module):
     """Scales its edge vectors in place: the inputs are the package's buffers, read-only."""
 
@@ -139,8 +183,18 @@ class HookBadForces(torch.nn.Module):
         return {"forces": torch.zeros(n + 1, 3, dtype=torch.float64)}
 
 
-def make_models(workdir):
+def make_models(workdir, lj_model):
     models = {}
+    # the LJ model's file with one byte changed in the middle, and cut short
+    with open(lj_model, "rb") as f:
+        archive = bytearray(f.read())
+    models["truncated"] = os.path.join(workdir, "truncated.pt")
+    with open(models["truncated"], "wb") as f:
+        f.write(archive[:len(archive) // 2])
+    archive[len(archive) // 2] ^= 0x20
+    models["damaged"] = os.path.join(workdir, "damaged.pt")
+    with open(models["damaged"], "wb") as f:
+        f.write(archive)
     for name, hook in (("hook_no_virial", HookNoVirial()), ("hook_bad_forces", HookBadForces()),
                        ("hook_calls_ops", HookCallsOps()),
                        ("hook_zero_forces", HookZeroForces()), ("hook_forces_where_atoms", HookForcesWhereAtoms())):
@@ -190,6 +244,16 @@ def make_models(workdir):
     save_model(WritesIntoInput(), models["writes_into_input"], cutoff=2.5, species=[18], units="lj")
     models["wrong_shape"] = os.path.join(workdir, "wrong_shape.pt")
     save_model(WrongShape(), models["wrong_shape"], cutoff=2.5, species=[18], units="lj")
+    for fault in ("raise", "raise_on_6th_call", "float32"):
+        models[f"fails_in_one_quarter_{fault}"] = os.path.join(workdir, f"fails_in_one_quarter_{fault}.pt")
+        save_model(FailsInOneQuarter(fault), models[f"fails_in_one_quarter_{fault}"], cutoff=2.5, species=[18],
+                   units="lj", spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
+    models["metadata_not_json"] = os.path.join(workdir, "metadata_not_json.pt")
+    torch.jit.save(plain, models["metadata_not_json"], _extra_files={METADATA_FILE: '{"contract_version": 1, "cutoff": 2.5,'})
+    models["energies_per_graph"] = os.path.join(workdir, "energies_per_graph.pt")
+    save_model(NoExchange(), models["energies_per_graph"], cutoff=2.5, species=[18], units="lj",
+               spec={"preset": "SPEC_LJ_HALO", "outputs": {"atomic_energies": {"kind": "per_graph",
+                                                                               "reduce": "all_reduce"}}})
     models["not_torchscript"] = os.path.join(workdir, "not_torchscript.pt")
     with open(models["not_torchscript"], "w") as f:
         f.write("this is not a TorchScript archive\n")
@@ -309,6 +373,16 @@ def cases(lj_model, models):
          r"All pair coeffs are not set"),
         ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
          r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
+        ("damaged model file", dict(ok, model=models["damaged"]),
+         r"Cannot load .*damaged\.pt as a TorchScript model: its entry '.*' fails its CRC-32 check: the file is "
+         r"damaged"),
+        ("truncated model file", dict(ok, model=models["truncated"]),
+         r"Cannot load .*truncated\.pt as a TorchScript model: the zip archive is truncated or damaged"),
+        ("metadata that is not JSON", dict(ok, model=models["metadata_not_json"]),
+         r"Model .*metadata_not_json\.pt has invalid metadata: not valid JSON: .*parse error at line 1, column 39"),
+        ("spec declaring the node energies per_graph", dict(ok, model=models["energies_per_graph"]),
+         r"Model .*energies_per_graph\.pt with the pair_style keywords given: force strategy 'node_energy' needs "
+         r"the spec to declare the energy it uses: 'atomic_energies' as per_node"),
         ("graph partition by keyword", dict(ok, model=models["message_passing"], keywords=" halo gp"),
          r"Halo mode 'gp' \(graph partition\), which the pair_style keywords set, is not supported"),
         ("graph-partition preset by keyword", dict(ok, keywords=" spec SPEC_MPNN_GP"),
@@ -431,16 +505,57 @@ def one_rank_cases(models):
     ]
 
 
-def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=120):
+def four_rank_cases(models, nan_model):
+    """Failures on rank 2 of 4 only: (name, fields, expected error, files check or None)."""
+    ok = {"setup": "", "model": models["fails_in_one_quarter_raise"], "keywords": "", "elements": "Ar Ar",
+          "after": "run 0\n"}
+    on_2 = r"pair_style nvalchemi: model .*"
+    return [
+        ("the model raises on rank 2 while the others wait in its exchange", ok,
+         on_2 + r"fails_in_one_quarter_raise\.pt failed on step 0: .*deliberate failure in the third quarter", None),
+        ("a float32 output from a float64 model on rank 2", dict(ok, model=models["fails_in_one_quarter_float32"]),
+         on_2 + r"failed on step 0: the model returned 'atomic_energies' as float32 on cpu; its outputs must be "
+         r"float64 \(the metadata's dtype\) on cpu", None),
+        ("NaN from the model on rank 2", dict(ok, model=nan_model, keywords=" forces model", elements="Ar Ne",
+                                              setup="region third block 4.2 4.8 INF INF INF INF\n"
+                                                    "set region third type 2\n"),
+         on_2 + r"nan_probe\.pt on step 0: the model returned a non-finite energy \(nan\) for this rank's atoms",
+         None),
+        ("a failure on rank 2 at step 5 leaves whole snapshot and restart files",
+         dict(ok, model=models["fails_in_one_quarter_raise_on_6th_call"],
+              after="velocity all create 1.0 1\nfix nve all nve\nfix dd all nvalchemi/dd snapshot 1 snap.xyz\n"
+                    "restart 2 state.*.restart\nrun 20\n"),
+         on_2 + r"failed on step 5: .*deliberate failure", check_files_left),
+    ]
+
+
+def check_files_left(args, rundir):
+    """After a run stopped at step 5: the snapshot holds whole frames of steps 0-4 and each
+    restart file reads back."""
+    import ase.io
+    failures = []
+    frames = ase.io.read(os.path.join(rundir, "snap.xyz"), index=":")
+    if len(frames) != 5 or any(len(frame) != 512 for frame in frames):
+        failures.append(f"snapshot: {len(frames)} frames of {[len(f) for f in frames]} atoms, expected 5 of 512")
+    for step in (2, 4):
+        with open(os.path.join(rundir, f"in.read{step}"), "w") as f:
+            f.write(f"read_restart state.{step}.restart\npair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\nrun 0\n")
+        proc = run_lammps(args.lmp, args.mpirun, 1, f"in.read{step}", rundir, timeout=60)
+        if proc.returncode != 0 or "512 atoms" not in proc.stdout:
+            failures.append(f"restart file of step {step} does not read back:\n{proc.stdout[-1500:]}")
+    return failures
+
+
+def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=120, nranks=2):
     rundir = os.path.join(workdir, f"case{n}")
     os.makedirs(rundir)
     with open(os.path.join(rundir, "in.error"), "w") as f:
         f.write(text)
-    proc = run_lammps(args.lmp, args.mpirun, 2, "in.error", rundir, timeout=timeout)
+    proc = run_lammps(args.lmp, args.mpirun, nranks, "in.error", rundir, timeout=timeout)
     output = proc.stdout + proc.stderr
     found = re.search(r"ERROR" + proc_pattern + r".*" + expected, output, re.DOTALL)
     status = "ok" if proc.returncode != 0 and found else "FAIL"
-    print(f"{status:4s} {name}: exit {proc.returncode}")
+    print(f"{status:4s} {name}: exit {proc.returncode}" + (f": {found.group(0)[:300]!r}" if found else ""))
     if status != "ok":
         return [f"{name}: expected a non-zero exit and /{expected}/, got exit {proc.returncode}:\n{output[-2000:]}"]
     return []
@@ -453,20 +568,34 @@ def main():
     parser.add_argument("--model", required=True)
     parser.add_argument("--aoti-model", required=True, help="the LJ model as an AOTInductor package")
     parser.add_argument("--fused-model", required=True, help="the LJ model calling the fused kernel library")
+    parser.add_argument("--nan-model", required=True, help="nan_probe.pt: NaN energy and forces on Ne atoms")
+    parser.add_argument("--only", default="", help="run the cases whose name matches this regular expression")
     args = parser.parse_args()
 
     failures = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
-        models = make_models(workdir)
+        models = make_models(workdir, args.model)
         all_cases = (cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
                      + device_cases(args.model, args.aoti_model, workdir)
                      + library_cases(args.fused_model, models, workdir))
         for n, (name, fields, expected) in enumerate(all_cases):
+            if not re.search(args.only, name):
+                continue
             failures += run_case(args, workdir, n, name, BASE.format(**fields), expected)
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout
         for n, (name, fields, expected) in enumerate(one_rank_cases(models), start=len(all_cases)):
+            if not re.search(args.only, f"one rank: {name}"):
+                continue
             failures += run_case(args, workdir, n, f"one rank: {name}", ONE_RANK_BASE.format(**fields), expected,
                                  proc_pattern=r" on proc 1:" if "hook" not in name else "", timeout=60)
+        # a failure on one rank of four: every rank stops within the timeout, the error names the
+        # cause and comes from that rank; files written before it are whole
+        for n, (name, fields, expected, check) in enumerate(four_rank_cases(models, args.nan_model), start=1000):
+            if not re.search(args.only, f"rank 2 of 4: {name}"):
+                continue
+            found = run_case(args, workdir, n, f"rank 2 of 4: {name}", FOUR_RANK_BASE.format(**fields), expected,
+                             proc_pattern=r" on proc 2: ", timeout=60, nranks=4)
+            failures += found or (check(args, os.path.join(workdir, f"case{n}")) if check else [])
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
 
