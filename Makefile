@@ -2,6 +2,9 @@
 #   make run    set up everything, then run examples/lj on 2 MPI ranks
 #   make test   set up everything, then run the whole test suite (ctest)
 #   make bench  the benchmarks of bench/ (not part of make test): build/bench/results.{jsonl,md}
+#   make soak   the soak benchmark alone (bench/soak.py): memory slope and energy drift, 2 ranks
+#   make sanitize  unit tests and a 4-rank run per halo mode under ASan + UBSan (tools/sanitize.sh)
+#   make fuzz   the parsers under libFuzzer for FUZZ_SECONDS each (tools/fuzz.sh)
 #
 # Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
 # instead of the pinned Debian source), JOBS (parallel compile jobs).
@@ -24,7 +27,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 
 LAMMPS_PACKAGES := USER-NVALCHEMI MOLECULE KSPACE EXTRA-PAIR PLUGIN
 
-.PHONY: all deps export-venvs lammps nvalchemi run test bench clean
+.PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz clean
 
 all: nvalchemi
 
@@ -65,6 +68,16 @@ test: export-venvs nvalchemi
 bench: nvalchemi
 	$(PYTHON) bench/run.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials --out $(BUILD)/bench \
 	  --kernels $(BUILD)/nvalchemi/plugin/nvalchemi_kernels.so
+
+soak: nvalchemi
+	$(PYTHON) bench/soak.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials | tee $(BUILD)/soak.jsonl
+
+sanitize: nvalchemi
+	tools/sanitize.sh $(BUILD)
+
+FUZZ_SECONDS ?= 60
+fuzz: nvalchemi
+	tools/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)/lammps $(BUILD)/nvalchemi

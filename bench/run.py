@@ -9,7 +9,8 @@ cost) next to the results, then runs lj_overhead.py (the package's cost, the LJ 
 formats and the LJ model calling the fused kernel of nvalchemi_kernels.so against lj/cut, 4000
 and 16384 atoms, 1 and 2 ranks; LibTorch threads), mp_halo.py (layerwise vs deep halo, both
 formats, 1, 2 and 4 ranks), phase_times.py (fix nvalchemi/dd's phase times) and
-memory_scaling.py (peak memory per atom, 864 to 256000 atoms). --quick runs each on tiny
+memory_scaling.py (peak memory per atom, 864 to 256000 atoms) and soak.py (100000 LJ and 10000
+message-passing steps on 2 ranks: resident memory slope, energy drift). --quick runs each on tiny
 systems, to check that the benchmarks work (the test suite does); its figures mean nothing.
 CPU timings of a shared machine: read the ratios, which are measured in one run.
 """
@@ -113,6 +114,12 @@ def markdown(results):
     if spread:
         out.append(f"\nLargest / smallest kB per atom (memory in use): "
                    f"{spread[0]['kb_per_atom_largest_over_smallest']:.2f}\n")
+    out.append("\n## Soak: 2 ranks, fix nvalchemi/dd, reneighboring every step (memory after warm-up)\n")
+    out.append(table(["model", "atoms", "steps", "RSS after warm-up (MB)", "RSS at end (MB)",
+                      "RSS slope (kB / 1000 steps)", "energy drift (per atom / 1000 steps)"],
+                     [[r["model"], r["atoms"], r["steps"], f"{r.get('rss_mb_after_warmup', 0):.1f}",
+                       f"{r.get('rss_mb_at_end', 0):.1f}", f"{r.get('rss_slope_kb_per_1000_steps', 0):.1f}",
+                       f"{r['energy_drift_per_atom_per_1000_steps']:.2e}"] for r in by["soak"]]))
     return "\n".join(out)
 
 
@@ -144,6 +151,8 @@ def main():
                    model("schnet_layerwise.pt"), "--cells", 3 if q else 10, "--steps", 3 if q else 20)
     results += run("memory_scaling.py", *lmp, "--model", model("lj_ar.pt"),
                    "--cells", *([3, 4] if q else [6, 10, 16, 25, 40]))
+    results += run("soak.py", *lmp, "--models", os.path.abspath(args.models),
+                   *(["--lj-steps", 500, "--mp-steps", 20, "--interval", 0.2] if q else []))
 
     with open(os.path.join(args.out, "results.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in results)

@@ -33,8 +33,8 @@ instead of 'virial', with its spec in the toolkit's own layout (MLIPSpec.to_dict
 pair_style nvalchemi must read the spec and turn the stress back into the virial of lj/cut.
 
 nan_probe.pt: Lennard-Jones with its own forces (run it with `forces model`), species Ar and
-Ne, except that every Ne atom's force and atomic energy are NaN: fix nvalchemi/dd guard must name
-exactly those atoms, and the ranks that own them for the energy.
+Ne, except that the force and atomic energy of every Ne atom a rank owns are NaN (its ghost
+copies elsewhere stay finite): pair_style nvalchemi must stop the run from the rank that owns it.
 """
 
 import os
@@ -147,7 +147,8 @@ class NaNProbe(torch.nn.Module):
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         outputs = self.lj(inputs)
-        neon = inputs["atomic_numbers"] == 10
+        rows = torch.arange(inputs["atomic_numbers"].shape[0], device=inputs["atomic_numbers"].device)
+        neon = (inputs["atomic_numbers"] == 10) & (rows < inputs["n_owned"])
         outputs["forces"] = torch.where(neon.unsqueeze(1), torch.full_like(outputs["forces"], float("nan")),
                                         outputs["forces"])
         energies = outputs["atomic_energies"]

@@ -1,0 +1,11 @@
+// libFuzzer entry point of the 'metadata' target (fuzz_targets.h); built by tools/fuzz.sh
+#include "fuzz_targets.h"
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  LAMMPS_NS::NVAlchemi::fuzz::metadata(std::string(reinterpret_cast<const char *>(data), size));
+  return 0;
+}
