@@ -4,15 +4,16 @@ sampling each rank's resident memory through the run. Not a test: it reports, pe
   rss_slope_kb_per_1000_steps   least-squares slope of each rank's resident memory after the
                                 warm-up (the first --warmup fraction of the samples), the
                                 largest over the ranks: flat memory is about 0
-  rss_mb_after_warmup, rss_mb_at_end
+  rss_mb_after_warmup, rss_mb_at_end, rss_mb_min/max_after_warmup  (the largest rank's)
   energy_drift_per_atom_per_1000_steps  slope of thermo etotal (per atom) over the run
   energy_change_per_atom        last minus first etotal per atom
 
     build/venv/bin/python bench/soak.py --lmp build/lammps/lmp --models build/nvalchemi/potentials
 
 Defaults: 100000 steps of the LJ model (500 atoms) and 10000 of the 3-layer layerwise
-message-passing model (256 atoms, overlaid on lj/cut). The steps at which memory was sampled
-come from the sample's wall time at the run's average rate (LAMMPS' thermo output is buffered).
+message-passing model (256 atoms, overlaid on lj/cut). Each memory sample is placed at the step
+of the last thermo line in the log (flushed at every thermo output, 50 per run), so the slope's
+resolution is 1/50 of the run.
 """
 
 import argparse
@@ -35,6 +36,7 @@ fix nve all nve
 fix dd all nvalchemi/dd
 thermo_style custom step etotal pe f_dd[1] f_dd[2] f_dd[5] f_dd[6]
 thermo {thermo}
+thermo_modify flush yes
 run {steps}
 """
 
@@ -81,12 +83,14 @@ def soak(args, model, steps, cells, workdir):
     cmd = [args.mpirun, "-np", "2", "--oversubscribe", os.path.abspath(args.lmp), "-in", "in.soak", "-log", "log.lammps"]
     start = time.time()
     proc = subprocess.Popen(cmd, cwd=rundir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    samples = {}    # pid -> [(seconds, kB)]
+    samples = {}    # pid -> [(step, kB)]: the step of the last thermo line written (flushed)
+    log = os.path.join(rundir, "log.lammps")
     while proc.poll() is None:
+        written = thermo_table(open(log).read()) if os.path.exists(log) else {}
         for pid in ranks_in(rundir, args.lmp):
             kb = rss_kb(pid)
-            if kb:
-                samples.setdefault(pid, []).append((time.time() - start, kb))
+            if kb and written:
+                samples.setdefault(pid, []).append((max(written), kb))
         time.sleep(args.interval)
     output = proc.stdout.read()
     if proc.returncode != 0:
@@ -96,20 +100,21 @@ def soak(args, model, steps, cells, workdir):
     etotal = np.array([table[s][0] for s in steps_done])
     result = {"benchmark": "soak", "model": model, "ranks": 2, "atoms": 4 * cells ** 3, "steps": steps,
               "rss_samples_per_rank": min((len(v) for v in samples.values()), default=0)}
-    # steps from wall time at the run's average rate, the first samples (start-up, warm-up) left out
-    slopes, after, end = [], [], []
+    # the samples of the warm-up (and of the start-up, before the first thermo line) left out
+    slopes, after, end, low, high = [], [], [], [], []
     for series in samples.values():
-        t, kb = np.array(series).T
-        first, last = t[0], t[-1]
-        step = (t - first) / max(last - first, 1e-9) * steps
+        step, kb = np.array(series).T
         keep = step >= args.warmup * steps
         if keep.sum() >= 3:
             slopes.append(float(np.polyfit(step[keep], kb[keep], 1)[0]) * 1000)
             after.append(float(kb[keep][0]) / 1024)
             end.append(float(kb[keep][-1]) / 1024)
+            low.append(float(kb[keep].min()) / 1024)
+            high.append(float(kb[keep].max()) / 1024)
     if slopes:
         result.update({"rss_slope_kb_per_1000_steps": max(slopes, key=abs), "rss_mb_after_warmup": max(after),
-                       "rss_mb_at_end": max(end)})
+                       "rss_mb_at_end": max(end), "rss_mb_min_after_warmup": min(low),
+                       "rss_mb_max_after_warmup": max(high)})
     result["energy_drift_per_atom_per_1000_steps"] = float(np.polyfit(steps_done, etotal, 1)[0]) * 1000
     result["energy_change_per_atom"] = float(etotal[-1] - etotal[0])
     result["seconds"] = time.time() - start
