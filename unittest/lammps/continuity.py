@@ -29,7 +29,7 @@ import tempfile
 
 import numpy as np
 
-from harness import SETUP, SYSTEMS, read_dumps, relative_difference, run_lammps, thermo_table
+from harness import SYSTEMS, make_system, read_dumps, relative_difference, run_lammps, thermo_table, write_system
 
 DUMP_COLUMNS = "id proc type xu yu zu vx vy vz fx fy fz c_pe"
 THERMO = "step pe c_vir[1] c_vir[2] c_vir[3] c_vir[4] c_vir[5] c_vir[6] vol press"
@@ -288,13 +288,9 @@ CASE_SYSTEMS = {"boundary": "film", "isolated": "isolated", "null_rank": "bulk"}
 
 
 def make_data(args, workdir, system_name):
-    system = EXTRA_SYSTEMS.get(system_name) or SYSTEMS[system_name].format(region="block", tilt="")
-    with open(os.path.join(workdir, "in.setup"), "w") as f:
-        f.write(SETUP.format(system=system))
-    proc = run_lammps(args.lmp, args.mpirun, 1, "in.setup", workdir)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
-    return os.path.join(workdir, "system.data")
+    if system_name in EXTRA_SYSTEMS:
+        return write_system(args.lmp, args.mpirun, EXTRA_SYSTEMS[system_name], workdir)
+    return make_system(args.lmp, args.mpirun, "ortho", system_name, workdir)
 
 
 def main():

@@ -74,8 +74,13 @@ def melt_commands(cells, temperature):
 def make_system(lmp, mpirun, box, system_name, workdir):
     """Write system.data in workdir: the named system in an orthogonal or triclinic box."""
     tri = box == "tri"
-    system = SYSTEMS[system_name].format(region="prism" if tri else "block",
-                                         tilt="1.0 1.0 -1.0" if tri else "")
+    return write_system(lmp, mpirun, SYSTEMS[system_name].format(region="prism" if tri else "block",
+                                                                 tilt="1.0 1.0 -1.0" if tri else ""), workdir)
+
+
+def write_system(lmp, mpirun, system, workdir):
+    """Write system.data in workdir from `system`, the commands that make the box and atoms
+    (then typed, displaced and given velocities by SETUP, on 1 rank)."""
     with open(os.path.join(workdir, "in.setup"), "w") as f:
         f.write(SETUP.format(system=system))
     proc = run_lammps(lmp, mpirun, 1, "in.setup", workdir)
