@@ -8,7 +8,8 @@ It writes the zero model (the LJ model's inputs, zero energies: its step is the 
 cost) next to the results, then runs lj_overhead.py (the package's cost, the LJ model in both
 formats and the LJ model calling the fused kernel of nvalchemi_kernels.so against lj/cut, 4000
 and 16384 atoms, 1 and 2 ranks; LibTorch threads), mp_halo.py (layerwise vs deep halo, both
-formats, 1, 2 and 4 ranks), phase_times.py (fix nvalchemi/dd's phase times) and
+formats, 1, 2 and 4 ranks), gp_halo.py (halo mode gp vs layerwise over size, depth and ranks),
+pme_mesh.py (the particle-mesh model over mesh size and ranks), phase_times.py (fix nvalchemi/dd's phase times) and
 memory_scaling.py (peak memory per atom, 864 to 256000 atoms) and soak.py (100000 LJ and 10000
 message-passing steps on 2 ranks: resident memory slope, energy drift). --quick runs each on tiny
 systems, to check that the benchmarks work (the test suite does); its figures mean nothing.
@@ -99,6 +100,28 @@ def markdown(results):
                        f"{v['deep']['rows_per_rank'] / v['layerwise']['rows_per_rank']:.2f}"]
                       for (f, a, n), v in sorted(halo.items())]))
 
+    gp = defaultdict(dict)
+    for r in by["gp_halo"]:
+        if "mode" in r:
+            gp[(r["atoms"], r["layers"], r["ranks"])][r["mode"]] = r
+    out.append("\n## Halo mode gp vs layerwise, SchNet-style model (ms/step, exchange share, rows per rank)\n")
+    out.append(table(["atoms", "layers", "ranks", "layerwise", "gp", "gp / layerwise", "exchange share (layerwise, gp)",
+                      "rows per rank (layerwise, gp)"],
+                     [[a, l, n, ms(v["layerwise"]["s_per_step"]), ms(v["gp"]["s_per_step"]),
+                       f"{v['gp']['s_per_step'] / v['layerwise']['s_per_step']:.2f}x",
+                       f"{100 * v['layerwise']['exchange_share']:.0f}%, {100 * v['gp']['exchange_share']:.0f}%",
+                       f"{v['layerwise']['rows_per_rank']:.0f}, {v['gp']['rows_per_rank']:.0f}"]
+                      for (a, l, n), v in sorted(gp.items())]))
+
+    mesh = [r for r in by["pme_mesh"] if "ranks" in r]
+    speedups = {(r["atoms"], r["mesh"]): r for r in by["pme_mesh"] if "ranks" not in r}
+    out.append("\n## Particle-mesh model: mesh size and ranks (ms/step, mesh all-reduce and sums per step)\n")
+    out.append(table(["atoms", "mesh", "ranks", "ms/step", "exchange ms/step", "exchange share", "speedup over the fewest ranks"],
+                     [[r["atoms"], f"{r['mesh']}^3", r["ranks"], ms(r["s_per_step"]), ms(r["exchange_s_per_step"]),
+                       f"{100 * r['exchange_share']:.0f}%",
+                       f"{speedups[(r['atoms'], r['mesh'])]['speedup'][str(r['ranks'])]:.2f}x"]
+                      for r in mesh]))
+
     phases = ["graph", "tensors", "forward", "backward", "exchange", "tally", "glue", "step"]
     out.append("\n## Phase times per step, fix nvalchemi/dd (ms, largest rank)\n")
     out.append(table(["model", "atoms", "ranks"] + phases + ["glue share"],
@@ -147,6 +170,8 @@ def main():
                    "--cells", 3 if q else 10, "--repeat", 1 if q else 2, "--steps", 5 if q else 50)
     results += run("mp_halo.py", *lmp, "--models", os.path.abspath(args.models), "--format", "pt", "pt2",
                    *(["--cells", 4, "--ranks", 1, 2, "--steps", 1] if q else ["--cells", 10, "--ranks", 1, 2, 4]))
+    results += run("gp_halo.py", *lmp, *(["--cells", 3, "--layers", 2, "--ranks", 2, "--steps", 1] if q else []))
+    results += run("pme_mesh.py", *lmp, *(["--cells", 2, "--mesh", 16, "--ranks", 1, 2, "--steps", 1] if q else []))
     results += run("phase_times.py", *lmp, "--model", model("lj_ar.pt"), model("lj_ar.pt2"),
                    model("schnet_layerwise.pt"), "--cells", 3 if q else 10, "--steps", 3 if q else 20)
     results += run("memory_scaling.py", *lmp, "--model", model("lj_ar.pt"),

@@ -8,14 +8,12 @@ the pattern of a long-range model under domain decomposition (SPEC_EWALD_HALO):
   e_i = sum over edges into i of 0.5 w q_i q_sender          real space, on the halo
   S_k = system_sum(q_i exp(i k.x_i), OWNED)                  structure factors over all ranks
   E   = system_sum(e, OWNED) + A/V sum_k exp(-k^2/4a^2)/k^2 |S_k|^2     replicated on every rank
-  forces = -dE/dx by torch.autograd.grad inside the model
+  forces, virial = autograd of E inside the model (replicated_forces.py)
 
 with w = exp(-r^2) (1 - r^2/rc^2)^2 for an edge of length r and k the 26 shortest reciprocal
 lattice vectors (the structure factors do not change when an atom moves by a lattice vector, so
-wrapped and unwrapped positions give the same energy). Every rank differentiates the same
-replicated E and system_sum's backward all-reduces the gradient, so each rank's forces are the
-rank count times its part: the spec declares them per_node none with "autograd": true, and the
-package divides by the number of ranks, the toolkit's rule (doc/Howto_nvalchemi_spec.rst).
+wrapped and unwrapped positions give the same energy). The spec declares forces and virial
+"autograd": the package divides them by the number of ranks (replicated_forces.py says why).
 It refreshes ghost rows once, so it declares 2 message-passing layers; it gives the same numbers
 in halo modes local, layerwise and deep.
 
@@ -32,11 +30,13 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_export import save_model  # noqa: E402
+from replicated_forces import forces_and_virial, requiring_grad  # noqa: E402
 
 CUTOFF = 2.5
 SPEC = {"preset": "SPEC_EWALD_HALO", "num_message_passing_layers": 2, "exchange_feature_width": 1,
         "compile": {"force_strategy": "model_internal"},
-        "outputs": {"forces": {"kind": "per_node", "reduce": "none", "autograd": True}}}
+        "outputs": {"forces": {"kind": "per_node", "reduce": "none", "autograd": True},
+                    "virial": {"kind": "per_graph", "reduce": "none", "autograd": True}}}
 
 
 class LongRange(torch.nn.Module):
@@ -49,13 +49,9 @@ class LongRange(torch.nn.Module):
         self.alpha = 0.8
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-        positions = inputs["positions"]
-        edge_vectors = inputs["edge_vectors"]
-        # in LAMMPS the inputs do not require gradients; in the plain-PyTorch oracle they do
-        if not positions.requires_grad:
-            positions = positions.requires_grad_(True)
-        if not edge_vectors.requires_grad:
-            edge_vectors = edge_vectors.requires_grad_(True)
+        positions = requiring_grad(inputs["positions"])
+        edge_vectors = requiring_grad(inputs["edge_vectors"])
+        cell = requiring_grad(inputs["cell"])
         senders = inputs["neighbor_list"][:, 0]
         receivers = inputs["neighbor_list"][:, 1]
         n = positions.shape[0]
@@ -68,29 +64,21 @@ class LongRange(torch.nn.Module):
         q = torch.ops.nvalchemi.refresh_neighbors(1.0 + 0.2 * torch.tanh(coordination - 4.0))
         e_real = zeros.index_add(0, receivers, 0.5 * w * q[receivers] * q[senders])
 
-        cell = inputs["cell"][0]
-        k = self.images.to(device, dtype) @ (2.0 * torch.pi * torch.linalg.inv(cell).transpose(0, 1))
+        lattice = cell[0]
+        k = self.images.to(device, dtype) @ (2.0 * torch.pi * torch.linalg.inv(lattice).transpose(0, 1))
         phase = positions @ k.transpose(0, 1)  # [N, K]
         partial = torch.cat([q.unsqueeze(1) * torch.cos(phase), q.unsqueeze(1) * torch.sin(phase)], dim=1)
         structure = torch.ops.nvalchemi.system_sum(partial, 1)  # [2K], the same on every rank
         kk = (k * k).sum(dim=1)
         s2 = structure[: k.shape[0]] ** 2 + structure[k.shape[0]:] ** 2
-        volume = torch.linalg.det(cell).abs()
+        volume = torch.linalg.det(lattice).abs()
         e_recip = self.amplitude / volume * (torch.exp(-kk / (4.0 * self.alpha ** 2)) / kk * s2).sum()
         energy = torch.ops.nvalchemi.system_sum(e_real, 1) + e_recip
         count = torch.ops.nvalchemi.system_sum(torch.ones(n, dtype=dtype, device=device), 1)
         owned = (torch.arange(n, device=device) < inputs["n_owned"]).to(dtype)
-
-        grads = torch.autograd.grad([energy], [positions, edge_vectors], retain_graph=True, allow_unused=True)
-        forces = torch.zeros(n, 3, dtype=dtype, device=device)
-        position_gradient = grads[0]
-        if position_gradient is not None:
-            forces = forces - position_gradient
-        edge_gradient = grads[1]
-        if edge_gradient is not None:
-            forces = forces.index_add(0, receivers, -edge_gradient).index_add(0, senders, edge_gradient)
+        forces, virial = forces_and_virial(energy, positions, edge_vectors, cell, senders, receivers)
         return {"energy": energy.view(1, 1), "atomic_energies": (e_real + e_recip / count) * owned,
-                "forces": forces}
+                "forces": forces, "virial": virial}
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The exchange ops torch.ops.nvalchemi.{refresh_neighbors, scatter_to_owners, system_sum} for
+"""The exchange ops torch.ops.nvalchemi.{refresh_neighbors, scatter_to_owners, system_sum, rank_sum} for
 Python, so that a model calling them can be scripted or exported, and run in plain PyTorch
 without the LAMMPS package. Import this module before scripting or exporting such a model.
 
@@ -6,8 +6,8 @@ Inside LAMMPS the package registers the same names with the real, communicating
 implementations (in every halo mode; see doc/Howto_nvalchemi_contract.rst), and a saved model
 calls those. Here the ops have two meanings:
 
-* by default, one process that owns every row: refresh_neighbors and scatter_to_owners are
-  identities and system_sum sums all rows;
+* by default, one process that owns every row: refresh_neighbors, scatter_to_owners and
+  rank_sum are identities and system_sum sums all rows;
 * inside `with owners(row_owner, n_owned, owned_rows_complete)`, one LAMMPS rank on its own:
   rows [0, n_owned) are owned, every later row is a ghost copy of the owned row `row_owner`
   names, with the package's semantics (nvalchemi-check uses it to run a model as a rank would).
@@ -32,6 +32,8 @@ SCHEMAS = (
     "scatter_to_owners_backward(Tensor grad) -> Tensor",
     "system_sum(Tensor values, int scope) -> Tensor",
     "system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
+    "rank_sum(Tensor x) -> Tensor",
+    "rank_sum_backward(Tensor grad) -> Tensor",
 )
 
 
@@ -101,6 +103,10 @@ def _system_sum_backward(grad, values, scope):
     return result
 
 
+def _rank_sum(x):
+    return x.clone()  # one process, or one emulated rank: its own part is the sum
+
+
 def _define():
     try:
         torch.ops.nvalchemi.refresh_neighbors_backward  # already registered (by an earlier import)
@@ -112,12 +118,13 @@ def _define():
         lib.define(schema)
     kernels = {"refresh_neighbors": _refresh, "refresh_neighbors_backward": _refresh_backward,
                "scatter_to_owners": _scatter, "scatter_to_owners_backward": _scatter_backward,
-               "system_sum": _system_sum, "system_sum_backward": _system_sum_backward}
+               "system_sum": _system_sum, "system_sum_backward": _system_sum_backward,
+               "rank_sum": _rank_sum, "rank_sum_backward": _rank_sum}
     for name, kernel in kernels.items():
         # explicit: tracing keeps the op as one node instead of decomposing it
         lib.impl(name, kernel, "CompositeExplicitAutograd")
     for name in ("refresh_neighbors", "refresh_neighbors_backward", "scatter_to_owners",
-                 "scatter_to_owners_backward"):
+                 "scatter_to_owners_backward", "rank_sum", "rank_sum_backward"):
         torch.library.register_fake(f"nvalchemi::{name}", lambda x: torch.empty_like(x), lib=lib)
     torch.library.register_fake("nvalchemi::system_sum",
                                 lambda values, scope: values.new_empty(values.shape[1:]), lib=lib)
@@ -130,7 +137,8 @@ def _define():
     # each op's backward is its backward op (whose own backward is the op: they are adjoints)
     for op, adjoint in (("refresh_neighbors", "refresh_neighbors_backward"),
                         ("refresh_neighbors_backward", "refresh_neighbors"),
-                        ("scatter_to_owners", "scatter_to_owners_backward")):
+                        ("scatter_to_owners", "scatter_to_owners_backward"),
+                        ("rank_sum", "rank_sum_backward"), ("rank_sum_backward", "rank_sum")):
         torch.library.register_autograd(
             f"nvalchemi::{op}", lambda ctx, grad, adjoint=adjoint: getattr(torch.ops.nvalchemi, adjoint)(grad),
             setup_context=no_context, lib=lib)

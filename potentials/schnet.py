@@ -12,7 +12,6 @@ periodic cell in one process, with explicit periodic images: the plain-PyTorch o
                                                       # (or their AOTInductor .pt2 builds)
 """
 
-import itertools
 import math
 import os
 import sys
@@ -23,6 +22,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_export import save_model  # noqa: E402
+from periodic import node_energy_reference  # noqa: E402
 
 CUTOFF = 2.5
 LAYERS = 3
@@ -32,11 +32,11 @@ SPECIES = [18]  # Ar
 
 
 class SchNet(torch.nn.Module):
-    def __init__(self, layerwise: bool, seed: int = 20261129):
+    def __init__(self, layerwise: bool, seed: int = 20261129, layers: int = LAYERS):
         super().__init__()
         self.layerwise = layerwise
         self.cutoff = CUTOFF
-        self.layers = LAYERS
+        self.layers = layers
         g = torch.Generator().manual_seed(seed)
 
         def weight(*shape, fan_in, scale=1.0):
@@ -45,9 +45,9 @@ class SchNet(torch.nn.Module):
 
         self.embedding = weight(119, FEATURES, fan_in=1)
         self.centers = torch.linspace(0.8, CUTOFF, BASIS, dtype=torch.float64)
-        self.filter1 = weight(LAYERS, BASIS, FEATURES, fan_in=BASIS)
-        self.filter2 = weight(LAYERS, FEATURES, FEATURES, fan_in=FEATURES)
-        self.update = weight(LAYERS, FEATURES, FEATURES, fan_in=FEATURES)
+        self.filter1 = weight(layers, BASIS, FEATURES, fan_in=BASIS)
+        self.filter2 = weight(layers, FEATURES, FEATURES, fan_in=FEATURES)
+        self.update = weight(layers, FEATURES, FEATURES, fan_in=FEATURES)
         self.readout = weight(FEATURES, 1, fan_in=FEATURES, scale=0.1)
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
@@ -82,42 +82,9 @@ def build(outdir: str, extension: str = ".pt") -> None:
 
 
 def reference(model: torch.nn.Module, positions, atomic_numbers, cell):
-    """Energy, forces and virial of the whole periodic cell in one process: edges to every
-    periodic image within the cutoff (the cell must be at least 2 cutoffs wide in each
-    direction for the image search below). Virial W = sum r (x) f, LAMMPS order."""
-    positions = positions.clone().requires_grad_(True)
-    n = positions.shape[0]
-    reach = [int(math.ceil(CUTOFF / h)) for h in _heights(cell)]
-    senders, receivers, shifts = [], [], []
-    for image in itertools.product(*(range(-k, k + 1) for k in reach)):
-        shift = torch.tensor(image, dtype=torch.float64) @ cell
-        d = positions.detach().unsqueeze(1) - (positions.detach().unsqueeze(0) + shift)  # [recv, send]
-        close = (d * d).sum(-1) < CUTOFF * CUTOFF
-        if image == (0, 0, 0):
-            close.fill_diagonal_(False)
-        recv, send = close.nonzero(as_tuple=True)
-        receivers.append(recv)
-        senders.append(send)
-        shifts.append(shift.expand(recv.shape[0], 3))
-    senders, receivers, shifts = torch.cat(senders), torch.cat(receivers), torch.cat(shifts)
-    edge_vectors = positions[receivers] - (positions[senders] + shifts)
-    inputs = {"positions": positions, "atomic_numbers": atomic_numbers,
-              "neighbor_list": torch.stack([senders, receivers], dim=1), "edge_vectors": edge_vectors,
-              "cell": cell.view(1, 3, 3), "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n)}
-    energies = model(inputs)["atomic_energies"]
-    energy = energies.sum()
-    edge_grad, pos_grad = torch.autograd.grad(energy, [edge_vectors, positions])
-    forces = -pos_grad
-    w = -(edge_vectors.detach().unsqueeze(2) * edge_grad.unsqueeze(1)).sum(0)
-    virial = torch.stack([w[0, 0], w[1, 1], w[2, 2], w[0, 1], w[0, 2], w[1, 2]])
-    return energy.detach(), forces, virial, energies.detach()
-
-
-def _heights(cell):
-    volume = torch.linalg.det(cell).abs()
-    a, b, c = cell
-    return [float(volume / torch.linalg.cross(b, c).norm()), float(volume / torch.linalg.cross(c, a).norm()),
-            float(volume / torch.linalg.cross(a, b).norm())]
+    """Energy, forces, virial and per-atom energies of the whole periodic cell in one process
+    (periodic.node_energy_reference)."""
+    return node_energy_reference(model, positions, atomic_numbers, cell, CUTOFF)
 
 
 if __name__ == "__main__":

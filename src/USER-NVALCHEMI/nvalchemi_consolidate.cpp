@@ -124,6 +124,12 @@ namespace NVAlchemi {
     outputs.tensors["energy"] = {{1, 1}, {outputs.energy_share}};
   }
 
+  bool declares_model_virial(const MLIPSpec &spec)
+  {
+    return declared_as(spec, "virial", OutputKind::PER_GRAPH) ||
+        declared_as(spec, "stress", OutputKind::PER_GRAPH);
+  }
+
   bool add_model_virial(const MLIPSpec &spec, const Graph &graph, const ModelOutputs &outputs,
                         double volume, int nprocs, const std::string &purpose, double virial[6])
   {

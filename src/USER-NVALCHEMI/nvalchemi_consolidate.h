@@ -76,6 +76,10 @@ namespace NVAlchemi {
   void provide_framework_outputs(const MLIPSpec &spec, const EnergyShare &share,
                                  ModelOutputs &outputs);
 
+  // Whether the spec declares a global virial of the model's own ('virial' or the toolkit's
+  // 'stress', per_graph), which add_model_virial reads.
+  bool declares_model_virial(const MLIPSpec &spec);
+
   // This rank's share of the model's own global virial (LAMMPS order xx yy zz xy xz yz, added
   // to `virial`), from the first output the spec declares of: 'virial' [1,3,3] per_graph; the
   // toolkit's 'stress' [1,3,3] = -W / volume per_graph; the per-atom virials of node_virial_key

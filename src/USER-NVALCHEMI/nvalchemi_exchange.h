@@ -8,6 +8,7 @@
 #ifndef LMP_NVALCHEMI_EXCHANGE_H
 #define LMP_NVALCHEMI_EXCHANGE_H
 
+#include <chrono>
 #include <cstdint>
 
 namespace LAMMPS_NS {
@@ -34,6 +35,25 @@ namespace NVAlchemi {
     virtual bool owned_rows_complete() const { return false; }
   };
 
+  // An exchanger that measures itself for the pair style's step summary; the pair style resets
+  // the counters before each model call.
+  class MeasuredExchanger : public Exchanger {
+   public:
+    double seconds = 0.0;    // wall time spent in the exchange calls, accumulated
+    int widest = 0;          // most values per row moved by one call, accumulated
+    int refreshes = 0;       // calls of refresh(), accumulated
+
+   protected:
+    // adds the wall time of its scope to `seconds`
+    struct Timed {
+      using Clock = std::chrono::steady_clock;
+      explicit Timed(MeasuredExchanger &ex) : ex(ex), start(Clock::now()) {}
+      ~Timed() { ex.seconds += std::chrono::duration<double>(Clock::now() - start).count(); }
+      MeasuredExchanger &ex;
+      Clock::time_point start;
+    };
+  };
+
   // One process holding the whole system (the single-process reference): no ghost rows, so
   // there is nothing to refresh, scatter or sum over ranks.
   class SingleProcessExchange : public Exchanger {
@@ -57,6 +77,7 @@ namespace NVAlchemi {
   static constexpr const char *OP_REFRESH_NEIGHBORS = "refresh_neighbors";
   static constexpr const char *OP_SCATTER_TO_OWNERS = "scatter_to_owners";
   static constexpr const char *OP_SYSTEM_SUM = "system_sum";
+  static constexpr const char *OP_RANK_SUM = "rank_sum";
 
   // system_sum scopes: OWNED sums over all ranks (replicated result), LOCAL this rank's part
   static constexpr int64_t SCOPE_LOCAL = 0;

@@ -142,6 +142,11 @@ namespace NVAlchemi {
 
     // Each op's backward is the kernel of its `<op>_backward` op, which is registered too: an
     // AOTInductor program holds the backward pass and calls those ops by name.
+    // a tensor summed over ranks; its adjoint is the same all-reduce (every rank's share of the
+    // energy depends on the replicated sum)
+    torch::Tensor sum_tensor_over_ranks(const torch::Tensor &x)
+    { return sum_over_ranks(x, OP_RANK_SUM); }
+
     struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
       static torch::Tensor forward(AutogradContext *, torch::Tensor x) { return refresh_rows(x); }
       static variable_list backward(AutogradContext *, variable_list grad)
@@ -169,12 +174,21 @@ namespace NVAlchemi {
       }
     };
 
+    struct RankSum : torch::autograd::Function<RankSum> {
+      static torch::Tensor forward(AutogradContext *, torch::Tensor x)
+      { return sum_tensor_over_ranks(x); }
+      static variable_list backward(AutogradContext *, variable_list grad)
+      { return {sum_tensor_over_ranks(grad[0])}; }
+    };
+
     torch::Tensor refresh_neighbors(const torch::Tensor &x)
     { return RefreshNeighbors::apply(x); }
     torch::Tensor scatter_to_owners(const torch::Tensor &x)
     { return ScatterToOwners::apply(x); }
     torch::Tensor system_sum(const torch::Tensor &values, int64_t scope)
     { return SystemSum::apply(values, scope); }
+    torch::Tensor rank_sum(const torch::Tensor &x)
+    { return RankSum::apply(x); }
   }    // namespace
 
   void set_current_exchanger(Exchanger *exchanger)
@@ -195,6 +209,8 @@ namespace NVAlchemi {
       library.def("system_sum(Tensor values, int scope) -> Tensor", system_sum);
       library.def("system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
                   sum_owned_rows_adjoint);
+      library.def("rank_sum(Tensor x) -> Tensor", rank_sum);
+      library.def("rank_sum_backward(Tensor grad) -> Tensor", sum_tensor_over_ranks);
     });
   }
 

@@ -5,21 +5,9 @@
 #include "nvalchemi_row_exchange.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
-
-  namespace {
-    // accumulates the wall time of its scope into `total`
-    struct Stopwatch {
-      using Clock = std::chrono::steady_clock;
-      explicit Stopwatch(double &total) : total(total), start(Clock::now()) {}
-      ~Stopwatch() { total += std::chrono::duration<double>(Clock::now() - start).count(); }
-      double &total;
-      Clock::time_point start;
-    };
-  }    // namespace
 
   void RowExchange::atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const
   {
@@ -30,7 +18,7 @@ namespace NVAlchemi {
 
   void RowExchange::refresh(double *rows, int width)
   {
-    Stopwatch watch(seconds);
+    Timed timed(*this);
     widest = std::max(widest, width);
     ++refreshes;
     rows_to_atoms(graph, rows, graph.n_owned, width, comm.num_atoms(), atom_values);
@@ -40,7 +28,7 @@ namespace NVAlchemi {
 
   void RowExchange::sum_into_owners(double *rows, int width)
   {
-    Stopwatch watch(seconds);
+    Timed timed(*this);
     widest = std::max(widest, width);
     rows_to_atoms(graph, rows, graph.num_rows(), width, comm.num_atoms(), atom_values);
     comm.reverse(atom_values.data(), width);
@@ -49,7 +37,7 @@ namespace NVAlchemi {
 
   void RowExchange::sum_over_ranks(double *values, int n)
   {
-    Stopwatch watch(seconds);
+    Timed timed(*this);
     comm.sum_over_ranks(values, n);
   }
 

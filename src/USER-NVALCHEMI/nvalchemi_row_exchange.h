@@ -30,7 +30,7 @@ namespace NVAlchemi {
     virtual void sum_over_ranks(double *values, int n) = 0;
   };
 
-  class RowExchange : public Exchanger {
+  class RowExchange : public MeasuredExchanger {
    public:
     // owned_rows_complete: the graph has edges for ghost receivers too (halo mode deep)
     RowExchange(const Graph &graph, AtomComm &comm, bool owned_rows_complete) :
@@ -43,10 +43,6 @@ namespace NVAlchemi {
     void sum_into_owners(double *rows, int width) override;
     void sum_over_ranks(double *values, int n) override;
     bool owned_rows_complete() const override { return complete; }
-
-    double seconds = 0.0;    // wall time spent in the calls above, accumulated
-    int widest = 0;          // most values per row moved by one call, accumulated
-    int refreshes = 0;       // calls of refresh(), accumulated
 
    private:
     const Graph &graph;

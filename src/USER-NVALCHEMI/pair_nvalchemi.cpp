@@ -27,6 +27,7 @@
 
 #include "nvalchemi_consolidate.h"
 #include "nvalchemi_graph.h"
+#include "nvalchemi_graph_partition.h"
 #include "nvalchemi_lammps.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
@@ -83,8 +84,13 @@ struct PairNVAlchemi::State {
   int64_t row_capacity = 0, edge_capacity = 0;    // static shapes: padded sizes so far
   std::vector<double> row_forces;                 // [rows][3] scratch
   std::unique_ptr<AtomCommunication> atom_comm;
-  std::unique_ptr<NVAlchemi::RowExchange> exchange;
+  // the exchange ops' implementation: per-atom communication (halo modes local, layerwise,
+  // deep), or the whole system's rows (gp, which then also owns the graph the model sees)
+  std::unique_ptr<NVAlchemi::MeasuredExchanger> exchange;
+  NVAlchemi::GraphPartition *partition = nullptr;    // the exchange in halo mode gp
+  std::vector<int64_t> row_tags;                     // gp: atom ID of each row, scratch
   bool narrow_comm_reported = false;
+  bool model_virial_implied = false;    // this style set no_virial_fdotr_compute for the model
   std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
@@ -287,17 +293,20 @@ void PairNVAlchemi::load_model(const char *file)
   // errors about the effective spec name where its fields came from
   s.halo_origin = s.overrides.halo ? "the pair_style keywords set"
                                    : fmt::format("the spec of model {} sets", file);
-  if (*spec.halo == NVAlchemi::HaloMode::GP)
-    error->all(FLERR, 1,
-               "Halo mode 'gp' (graph partition), which {}, is not supported by this version of "
-               "pair_style nvalchemi: use halo mode 'layerwise' or 'deep'",
-               s.halo_origin);
   try {
     s.share = NVAlchemi::energy_share(spec, comm->nprocs);
     s.model->check_share(s.share);
   } catch (std::invalid_argument &e) {
     error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
   }
+
+  // A model that brings its forces and declares its own global virial: that is the global
+  // virial (pair_modify nofdotr implied). F dot r would miss what the energy owes to positions
+  // and cell directly, as reciprocal-space sums do.
+  const bool model_virial = !s.share.differentiate && NVAlchemi::declares_model_virial(spec);
+  if (model_virial) no_virial_fdotr_compute = 1;
+  else if (s.model_virial_implied) no_virial_fdotr_compute = 0;
+  s.model_virial_implied = model_virial;
 
   // one communication pass moves a row of the widest feature the model exchanges; set here, not
   // in init_style, because pair_style hybrid takes its sub-styles' widths when it is defined
@@ -308,7 +317,14 @@ void PairNVAlchemi::load_model(const char *file)
   // the exchange ops work in every halo mode; with ghost receivers (deep) the owned rows of an
   // edge sum are complete and scatter_to_owners only refreshes
   s.atom_comm = std::make_unique<AtomCommunication>(this);
-  s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm, ghostneigh == 1);
+  s.partition = nullptr;
+  if (*spec.halo == NVAlchemi::HaloMode::GP) {
+    auto partition = std::make_unique<NVAlchemi::GraphPartition>(world);
+    s.partition = partition.get();
+    s.exchange = std::move(partition);
+  } else {
+    s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm, ghostneigh == 1);
+  }
   s.narrow_comm_reported = false;
   s.row_capacity = s.edge_capacity = 0;
 
@@ -428,18 +444,22 @@ void PairNVAlchemi::compute(int eflag, int vflag)
                                           list->firstneigh, NEIGHMASK,
                                           !ghostneigh};
   NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
-  if (*s.spec.compile.static_shapes) pad_to_capacity();
+  NVAlchemi::Graph &model_graph = s.partition ? partition_graph() : s.graph;
+  if (*s.spec.compile.static_shapes) pad_to_capacity(model_graph);
   summary.graph = platform::walltime() - start;
 
   s.exchange->seconds = 0.0;
   s.exchange->refreshes = 0;
   const double model_start = platform::walltime();
   try {
-    s.model->evaluate(s.graph, NVAlchemi::box_cell(domain), s.share, s.exchange.get(), s.outputs);
+    s.model->evaluate(model_graph, NVAlchemi::box_cell(domain), s.share, s.exchange.get(),
+                      s.outputs);
   } catch (std::exception &e) {
     error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                s.model_file, update->ntimestep, e.what());
   }
+  // the consolidation reads rows of this rank's atoms
+  if (s.partition) s.partition->to_halo_rows(s.spec, s.graph, s.outputs);
   const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
   check_exchange_calls();
@@ -470,15 +490,34 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 }
 
 /* ----------------------------------------------------------------------
+   halo mode gp: the graph of the whole system's rows that the model sees,
+   built from this rank's graph (collective)
+------------------------------------------------------------------------- */
+
+NVAlchemi::Graph &PairNVAlchemi::partition_graph()
+{
+  State &s = *state;
+  s.row_tags.resize(s.graph.num_rows());
+  for (int64_t r = 0; r < s.graph.num_rows(); ++r) s.row_tags[r] = atom->tag[s.graph.row_atom[r]];
+  try {
+    s.partition->build(s.graph, s.row_tags);
+  } catch (std::exception &e) {
+    error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} on step {}: {}",
+               s.model_file, update->ntimestep, e.what());
+  }
+  return s.partition->graph();
+}
+
+/* ----------------------------------------------------------------------
    static shapes: the model's inputs padded to capacities that only grow,
    the same on every rank (grown together from the largest need), so that a
    rank never overflows alone (doc/pair_nvalchemi.rst)
 ------------------------------------------------------------------------- */
 
-void PairNVAlchemi::pad_to_capacity()
+void PairNVAlchemi::pad_to_capacity(NVAlchemi::Graph &graph)
 {
   State &s = *state;
-  int64_t need[2] = {s.graph.num_rows(), s.graph.num_edges()};
+  int64_t need[2] = {graph.num_rows(), graph.num_edges()};
   MPI_Allreduce(MPI_IN_PLACE, need, 2, MPI_INT64_T, MPI_MAX, world);
   // rows strictly above the need: the last row is the dead row that padding edges loop on
   const int64_t rows = NVAlchemi::grown_capacity(s.row_capacity, need[0],
@@ -492,7 +531,7 @@ void PairNVAlchemi::pad_to_capacity()
                    rows, edges, update->ntimestep, need[0], need[1]);
   s.row_capacity = rows;
   s.edge_capacity = edges;
-  NVAlchemi::pad_graph(s.graph, rows, edges, cutoff);
+  NVAlchemi::pad_graph(graph, rows, edges, cutoff);
 }
 
 /* ----------------------------------------------------------------------
@@ -524,7 +563,8 @@ void PairNVAlchemi::check_exchange_calls()
 void PairNVAlchemi::report_narrow_comm()
 {
   State &s = *state;
-  if (s.narrow_comm_reported || s.exchange->widest <= comm_forward) return;
+  // halo mode gp moves whole rows in one collective, whatever their width
+  if (s.partition || s.narrow_comm_reported || s.exchange->widest <= comm_forward) return;
   s.narrow_comm_reported = true;
   if (comm->me == 0)
     error->warning(FLERR,
@@ -607,7 +647,7 @@ void PairNVAlchemi::tally_model_forces()
   if (vflag_global &&
       !NVAlchemi::add_model_virial(s.spec, s.graph, s.outputs,
                                    domain->xprd * domain->yprd * domain->zprd, comm->nprocs,
-                                   "pair_modify nofdotr", virial))
+                                   "The global virial", virial))
     error->all(FLERR, Error::NOLASTLINE,
                "The global virial without F dot r (pair_modify nofdotr) with force strategy "
                "'model' needs the spec to declare model output 'virial' [1,3,3] or the "

@@ -23,6 +23,7 @@ PairStyle(nvalchemi,PairNVAlchemi);
 namespace LAMMPS_NS {
 namespace NVAlchemi {
   struct Contribution;
+  struct Graph;
   struct Device;
   struct OutputSpec;
 }    // namespace NVAlchemi
@@ -92,7 +93,8 @@ class PairNVAlchemi : public Pair {
   void forward_copy(double *values, int width);
   void reverse_sum(double *values, int width);
   const NVAlchemi::OutputSpec &requested_output(const char *name, bool peratom);
-  void pad_to_capacity();
+  NVAlchemi::Graph &partition_graph();
+  void pad_to_capacity(NVAlchemi::Graph &);
   void check_exchange_calls();
   void report_narrow_comm();
   void tally_energy();

@@ -13,6 +13,7 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_extxyz.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_gather.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph_partition.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_guard.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_hook.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp

@@ -211,9 +211,6 @@ def make_models(workdir, lj_model):
     del meta["units"]
     meta["contract_version"] = 1
     torch.jit.save(plain, models["missing_key"], _extra_files={METADATA_FILE: json.dumps(meta)})
-    models["message_passing"] = os.path.join(workdir, "message_passing.pt")
-    save_model(WrongShape(), models["message_passing"], cutoff=2.5, species=[18], units="lj",
-               spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3})
     for name, spec in (("no_exchange_layerwise", {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}),
                        ("no_exchange_local", {"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})):
         models[name] = os.path.join(workdir, f"{name}.pt")
@@ -227,9 +224,6 @@ def make_models(workdir, lj_model):
     models["toolkit_kindless"] = os.path.join(workdir, "toolkit_kindless.pt")
     save_model(NoExchange(), models["toolkit_kindless"], cutoff=2.5, species=[18], units="lj",
                spec=dict(toolkit_local, all_reduce_outputs=["charges"]))
-    models["graph_partition"] = os.path.join(workdir, "graph_partition.pt")
-    save_model(WrongShape(), models["graph_partition"], cutoff=2.5, species=[18], units="lj",
-               spec={"preset": "SPEC_MPNN_GP", "num_message_passing_layers": 2})
     for fault in ("atomic_energies", "forces", "virial", "atomic_virials", "charges", "dipole"):
         models[f"wrong_on_empty_rank_{fault}"] = os.path.join(workdir, f"wrong_on_empty_rank_{fault}.pt")
         save_model(WrongOnEmptyRank(fault), models[f"wrong_on_empty_rank_{fault}"], cutoff=2.5, species=[18],
@@ -383,12 +377,6 @@ def cases(lj_model, models):
         ("spec declaring the node energies per_graph", dict(ok, model=models["energies_per_graph"]),
          r"Model .*energies_per_graph\.pt with the pair_style keywords given: force strategy 'node_energy' needs "
          r"the spec to declare the energy it uses: 'atomic_energies' as per_node"),
-        ("graph partition by keyword", dict(ok, model=models["message_passing"], keywords=" halo gp"),
-         r"Halo mode 'gp' \(graph partition\), which the pair_style keywords set, is not supported"),
-        ("graph-partition preset by keyword", dict(ok, keywords=" spec SPEC_MPNN_GP"),
-         r"Halo mode 'gp' \(graph partition\), which the pair_style keywords set, is not supported"),
-        ("graph-partition model", dict(ok, model=models["graph_partition"]),
-         r"Halo mode 'gp' \(graph partition\), which the spec of model .*graph_partition\.pt sets, is not"),
         ("model writing into its input", dict(ok, model=models["writes_into_input"]),
          r"failed on step 0: the model changed its input 'neighbor_list' in place; inputs are the "
          r"package's buffers, read-only to the model"),
@@ -414,6 +402,9 @@ def cases(lj_model, models):
         ("halo override to a mode the model does not exchange in",
          dict(ok, model=models["no_exchange_layerwise"], keywords=" halo local"),
          r"declares 3 message-passing layers but made no exchange call in halo mode 'local', which the "
+         r"pair_style keywords set"),
+        ("deep-halo model in halo mode gp", dict(ok, model=models["no_exchange_layerwise"], keywords=" halo gp"),
+         r"declares 3 message-passing layers but made no exchange call in halo mode 'gp', which the "
          r"pair_style keywords set"),
         ("toolkit spec with a sharded storage policy", dict(ok, model=models["toolkit_shard"]),
          r"invalid metadata: spec key 'core\.policy' kind 'shard' \(owned rows only, cross-rank reads by global "
@@ -485,7 +476,7 @@ def one_rank_cases(models):
         ("model forces", dict(model=model("forces"), after=""),
          r"Force strategy 'model' needs model output 'forces' with 3 values on each of the \d+ atom rows" + returned),
         ("model virial without F dot r", dict(model=model("virial"), after="pair_modify nofdotr\n"),
-         r"pair_modify nofdotr needs model output 'virial' with 9 values" + returned),
+         r"The global virial needs model output 'virial' with 9 values" + returned),
         ("per-atom virials", dict(model=model("atomic_virials"),
                                   after="compute s all stress/atom NULL\ncompute sp all reduce sum c_s[1]\n"
                                         "thermo_style custom step c_sp\n"),

@@ -11,6 +11,13 @@
   the run conserves energy;
 * examples/longrange: "add 'halo layerwise' or 'halo deep' ... the thermo is the same", and the
   in-run validation passes on steps 0, 25 and 50;
+* examples/ewald: the thermo equals LAMMPS' coul/long + ewald with the same parameters (to 1e-6:
+  coul/long's erfc is a polynomial), c_ek equals elong, the charges sum to zero;
+* examples/pme: the thermo equals coul/long + pppm with the same mesh and order to 2e-4 (the
+  pressure to 2e-3: the two methods' mesh errors differ);
+* examples/dftd3: the two instances' energies (compute pair) add up to pe;
+* examples/gp: without 'spec SPEC_MPNN_GP' (halo layerwise) the thermo is the same, and the gp
+  run reports its static shapes;
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
   lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
   pe (pe minus the same run without fix_modify energy equals f_dd).
@@ -140,6 +147,37 @@ def main():
             # (f_dd[12], the validation's difference, is rounding noise and differs by mode)
             check("longrange", f"halo {mode} gives the same thermo as the default (local)",
                   all(close(local[k], other[k]) for k in ("Step", "Temp", "PotEng", "Press", "c_e")))
+
+        native_pair = ("pair_style      hybrid/overlay coul/long 6.0 buck 6.0\n"
+                       "pair_coeff      * * coul/long\npair_modify     table 0\n")
+        # (smooth PME's forces differ from pppm's by 2e-3 of the largest: the pressure, 1e-3)
+        for name, kspace, tol, press_tol in (
+                ("ewald", "ewald 1e-8\nkspace_modify gewald 0.45 kmax/ewald 7 7 7", 1e-6, 1e-6),
+                ("pme", "pppm 1e-8\nkspace_modify gewald 0.45 mesh 24 24 24 order 4", 2e-4, 2e-3)):
+            example = Example(args, workdir, name)
+            model_lines = re.search(r"pair_style      hybrid/overlay nvalchemi .*\npair_coeff      \* \* nvalchemi Na Cl\n",
+                                    example.source).group(0)
+            text = example.variant(model_lines, native_pair + f"kspace_style    {kspace}\n")
+            text = re.sub(r"compute         (q|qsum|ek) .*\n", "", text)
+            text = text.replace(" c_ek c_qsum", " elong").replace(" c_ek", " elong")
+            model, native = thermo(example.run(name)), thermo(example.run(f"{name}_native", text))
+            check(name, f"the thermo equals LAMMPS' coul/long + {name if name == 'ewald' else 'pppm'} to {tol:g} "
+                  f"(pressure {press_tol:g})",
+                  all(close(model[k], native[k], tol) for k in ("Step", "Temp", "PotEng", "TotEng"))
+                  and close(model["Press"], native["Press"], press_tol))
+            check(name, "c_ek is LAMMPS' elong", close(model["c_ek"], native["E_long"], tol))
+            if name == "ewald":
+                check(name, "the charges sum to zero", np.all(np.abs(model["c_qsum"]) < 1e-8))
+
+        d3 = thermo(Example(args, workdir, "dftd3").run("dftd3"))
+        check("dftd3", "c_mlip + c_d3 = pe", close(d3["c_mlip"] + d3["c_d3"], d3["PotEng"]))
+
+        gp = Example(args, workdir, "gp")
+        out = gp.run("gp")
+        layerwise = thermo(gp.run("gp_layerwise", gp.variant(" spec SPEC_MPNN_GP", "")))
+        check("gp", "halo gp gives the thermo of halo layerwise",
+              all(close(v, layerwise[k]) for k, v in thermo(out).items()))
+        check("gp", "halo gp reports its static shapes", "pair_style nvalchemi: static shapes:" in out)
 
         dd = Example(args, workdir, "dd")
         out = dd.run("dd")

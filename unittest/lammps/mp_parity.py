@@ -1,13 +1,13 @@
 """Message passing across ranks: the 3-layer SchNet-style reference model (potentials/schnet.py)
 in halo mode layerwise (exchange ops between layers) or deep (ghost shell of 3 cutoffs), or a
-model given by --model in the halo mode --mode names (local, layerwise or deep).
+model given by --model in the halo mode --mode names (local, layerwise, deep or gp).
 
 After `run 0`, energy, every atom's force, the global virial and per-atom energies must equal
 (a) the plain-PyTorch oracle (the saved model evaluated in one process on the whole periodic
 cell, schnet.reference, whose forces are autograd of a single-process energy) and (b) the same
-model on 1 rank, to --tol relative. With --steps N it also runs N NVE steps (model overlaid on
-lj/cut, so atoms keep their distance) on 1 rank and on the tested ranks, and compares positions
-(to --trajectory-tol).
+model on 1 rank (in the halo mode --single-mode names, if given), to --tol relative. With
+--steps N it also runs N NVE steps (model overlaid on lj/cut, so atoms keep their distance) on
+1 rank and on the tested ranks, and compares positions (to --trajectory-tol).
 """
 
 import argparse
@@ -58,10 +58,11 @@ def model_file(args):
     return args.layerwise_model if args.mode == "layerwise" else args.deep_model
 
 
-def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj, static_shapes=False):
+def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj, static_shapes=False,
+               mode=None):
     model = model_file(args)
-    # a model given by --model runs in the halo mode --mode names, whatever its spec says
-    keywords = f" halo {args.mode}" if args.model else ""
+    # a model given by --model runs in the halo mode --mode names (or `mode`), whatever its spec says
+    keywords = f" halo {mode or args.mode}" if args.model else ""
     if static_shapes:
         keywords += " static_shapes yes"
     if with_lj:
@@ -127,8 +128,10 @@ def main():
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--layerwise-model", required=True)
     parser.add_argument("--deep-model", required=True)
-    parser.add_argument("--mode", choices=("local", "layerwise", "deep"), required=True,
+    parser.add_argument("--mode", choices=("local", "layerwise", "deep", "gp"), required=True,
                         help="halo mode: picks the SchNet build, or is given as 'halo <mode>' to --model")
+    parser.add_argument("--single-mode", choices=("local", "layerwise", "deep", "gp"), default=None,
+                        help="the halo mode of the 1-rank runs (default: --mode), with --model")
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
     parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
@@ -165,7 +168,8 @@ def main():
     label = f"{args.mode}.np{args.np}" + (".tiled" if args.tiled else "")
     with (tempfile.TemporaryDirectory(prefix="nvalchemi-mp-") if not args.keep else _kept(args.keep)) as workdir:
         data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
-        single_snaps, _ = lammps_run(args, workdir, "np1", 1, (1, 1, 1), False, data, [0], False)
+        single_snaps, _ = lammps_run(args, workdir, "np1", 1, (1, 1, 1), False, data, [0], False,
+                                     mode=args.single_mode)
         tested_snaps, log = lammps_run(args, workdir, label, args.np, args.grid, args.tiled, data, [0], False,
                                        args.static_shapes)
         single, tested = unpack(single_snaps[0]), unpack(tested_snaps[0])
@@ -185,7 +189,8 @@ def main():
             failures.append("the run with static shapes did not report its capacities")
         if args.steps:
             steps = [0, args.steps]
-            one, _ = lammps_run(args, workdir, "traj.np1", 1, (1, 1, 1), False, data, steps, True)
+            one, _ = lammps_run(args, workdir, "traj.np1", 1, (1, 1, 1), False, data, steps, True,
+                                mode=args.single_mode)
             many, _ = lammps_run(args, workdir, f"traj.{label}", args.np, args.grid, args.tiled, data, steps, True,
                                  args.static_shapes)
             a, b = unpack(one[args.steps]), unpack(many[args.steps])
