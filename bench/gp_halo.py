@@ -19,37 +19,27 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
 sys.path.insert(0, os.path.join(HERE, "..", "potentials"))
-from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
+from harness import last_run_column, melt_commands, run_lammps, seconds_per_step, timed_run_commands  # noqa: E402,E501
 import schnet  # noqa: E402
 from nvalchemi_export import save_model  # noqa: E402
-
-EXCHANGE = 10  # fix nvalchemi/dd statistic: exchange seconds of the last step, max over ranks
 
 INPUT = """{system}pair_style nvalchemi {model} halo {mode}
 pair_coeff * * Ar
 neighbor 0.3 bin
-fix 1 all nve
-fix dd all nvalchemi/dd
-thermo_style custom step pe f_dd[{exchange}]
-thermo_modify norm no format float %.15g
-thermo 1
-run 0
-run {steps}
 """
 
 
 def measure(args, model, mode, cells, ranks, workdir):
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(system=melt_commands(cells, 1.5), model=model, mode=mode, steps=args.steps,
-                             exchange=EXCHANGE))
+        f.write(INPUT.format(system=melt_commands(cells, 1.5), model=model, mode=mode) +
+                timed_run_commands(args.steps))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600)
     if proc.returncode != 0:
         sys.exit(f"{mode} run failed:\n{proc.stdout[-3000:]}")
     out = proc.stdout
     energy = float(out.split("Step ")[1].splitlines()[1].split()[1])
-    block = out.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
-    exchange = [float(line.split()[2]) for line in block if line.strip()]
+    exchange = last_run_column(out, 2)
     step = seconds_per_step(out)
     nlocal = float(out.split("Nlocal:")[-1].split()[0])
     nghost = float(out.split("Nghost:")[-1].split()[0])

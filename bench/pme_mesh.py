@@ -19,11 +19,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
 sys.path.insert(0, os.path.join(HERE, "..", "potentials"))
-from harness import run_lammps, seconds_per_step  # noqa: E402
+from harness import last_run_column, run_lammps, seconds_per_step, timed_run_commands  # noqa: E402
 import pme  # noqa: E402
 from nvalchemi_export import save_model  # noqa: E402
-
-EXCHANGE = 10  # fix nvalchemi/dd statistic: exchange seconds of the last step, max over ranks
 
 INPUT = """units metal
 atom_style atomic
@@ -37,26 +35,18 @@ displace_atoms all random 0.1 0.1 0.1 4127
 pair_style nvalchemi {model}
 pair_coeff * * Na Cl
 neighbor 1.0 bin
-fix 1 all nve
-fix dd all nvalchemi/dd
-thermo_style custom step pe f_dd[{exchange}]
-thermo_modify norm no format float %.15g
-thermo 1
-run 0
-run {steps}
 """
 
 
 def measure(args, model, cells, ranks, workdir):
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(cells=cells, model=model, steps=args.steps, exchange=EXCHANGE))
+        f.write(INPUT.format(cells=cells, model=model) + timed_run_commands(args.steps))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600)
     if proc.returncode != 0:
         sys.exit(f"run failed:\n{proc.stdout[-3000:]}")
     out = proc.stdout
-    block = out.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
-    exchange = [float(line.split()[2]) for line in block if line.strip()]
+    exchange = last_run_column(out, 2)
     step = seconds_per_step(out)
     return {"s_per_step": step, "exchange_s_per_step": sum(exchange) / len(exchange),
             "exchange_share": sum(exchange) / len(exchange) / step}

@@ -100,6 +100,17 @@ namespace NVAlchemi {
     whole.edge_vectors.assign(halo.edge_vectors.begin(), halo.edge_vectors.begin() + 3 * edges);
   }
 
+  double GraphPartition::memory_bytes() const
+  {
+    const double doubles = static_cast<double>(whole.positions.capacity() +
+                                               whole.edge_vectors.capacity() + gathered.capacity());
+    const double int64s = static_cast<double>(whole.atomic_numbers.capacity() +
+                                              whole.edges.capacity() + halo_row.capacity() +
+                                              global_row.capacity());
+    return doubles * sizeof(double) + int64s * sizeof(int64_t) +
+        static_cast<double>(whole.row_atom.capacity()) * sizeof(int);
+  }
+
   void GraphPartition::refresh(double *rows, int width)
   {
     Timed timed(*this);

@@ -42,6 +42,9 @@ namespace NVAlchemi {
     // rank is left as it is (the consolidation reports it).
     void to_halo_rows(const MLIPSpec &spec, const Graph &halo, ModelOutputs &outputs);
 
+    // bytes held: the whole system's graph and the scratch of the collectives
+    double memory_bytes() const;
+
     int64_t num_rows() const override { return whole.tensor_rows(); }
     int64_t num_owned() const override { return whole.n_owned; }
     void refresh(double *rows, int width) override;

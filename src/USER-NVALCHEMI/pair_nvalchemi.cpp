@@ -873,5 +873,6 @@ double PairNVAlchemi::memory_usage()
     bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
   for (const auto &entry : s.consolidated)
     bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
+  if (s.partition) bytes += s.partition->memory_bytes();
   return bytes;
 }

@@ -101,6 +101,45 @@ def relative_difference(a, b):
     return float(np.max(np.abs(a - b)) / scale) if scale > 0 else float(np.max(np.abs(a - b)))
 
 
+class Checks:
+    """A test's numerical checks: each printed with its value and bound; `worst` is the largest
+    value of the parity checks (the figure a test reports)."""
+
+    def __init__(self, width=55):
+        self.failures, self.worst, self.width = [], 0.0, width
+
+    def __call__(self, name, value, bound, parity=True):
+        if parity:  # (an oracle's own error, finite differences' truncation: parity=False)
+            self.worst = max(self.worst, value)
+        ok = value <= bound
+        print(f"{name:{self.width}s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
+        if not ok:
+            self.failures.append(f"{name} = {value:.3e}")
+
+    def exit_on_failure(self):
+        if self.failures:
+            sys.exit("FAIL:\n  " + "\n  ".join(self.failures))
+
+
+# fix nvalchemi/dd statistic 10: the exchange ops' seconds of the last step, max over ranks
+EXCHANGE_SECONDS = 10
+
+
+def timed_run_commands(steps):
+    """Input lines that run 0 steps, then `steps` steps printing every step's energy and the
+    exchange ops' time (fix nvalchemi/dd): columns 1 and 2 of last_run_column."""
+    return ("fix 1 all nve\nfix dd all nvalchemi/dd\n"
+            f"thermo_style custom step pe f_dd[{EXCHANGE_SECONDS}]\n"
+            f"thermo_modify norm no format float %.15g\nthermo 1\nrun 0\nrun {steps}\n")
+
+
+def last_run_column(output, column):
+    """Values of thermo column `column` (0 = Step) in the rows of the last run in LAMMPS' screen
+    output, its setup row left out."""
+    block = output.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
+    return [float(line.split()[column]) for line in block if line.strip()]
+
+
 def snapshot_commands(steps, dump_columns, global_values):
     """Input lines that run to each of `steps` (cumulative) and write, at each, a dump of every
     atom sorted by ID (step<N>.dump) and one line of global values (step<N>.global), all in

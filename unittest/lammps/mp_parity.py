@@ -24,7 +24,7 @@ os.environ["MKL_CBWR"] = "COMPATIBLE"
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from harness import make_system, relative_difference, run_snapshots, snapshot_commands  # noqa: E402
+from harness import Checks, make_system, relative_difference, run_snapshots, snapshot_commands  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
 import nvalchemi_ops  # noqa: E402,F401  (single-process torch.ops.nvalchemi for the oracle)
@@ -154,16 +154,7 @@ def main():
                              "comes from edge vectors, which misses a model's use of positions)")
     args = parser.parse_args()
 
-    failures, worst = [], 0.0
-
-    def check(name, value, bound, parity=True):
-        nonlocal worst
-        if parity:  # finite differences carry their own truncation error
-            worst = max(worst, value)
-        ok = value <= bound
-        print(f"{name:55s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
-        if not ok:
-            failures.append(f"{name} = {value:.3e}")
+    check = Checks(55)
 
     label = f"{args.mode}.np{args.np}" + (".tiled" if args.tiled else "")
     with (tempfile.TemporaryDirectory(prefix="nvalchemi-mp-") if not args.keep else _kept(args.keep)) as workdir:
@@ -184,9 +175,9 @@ def main():
             lammps = np.array([tested["forces"][atom, dim] for atom, dim in picks])
             check(f"{args.fd} forces on {args.np} ranks vs finite differences", relative_difference(lammps, fd), 1e-7, parity=False)
         if args.mode == "deep" and "halo mode deep raises the ghost cutoff" not in log:
-            failures.append("the deep run did not report its raised ghost cutoff")
+            check.failures.append("the deep run did not report its raised ghost cutoff")
         if args.static_shapes and "pair_style nvalchemi: static shapes:" not in log:
-            failures.append("the run with static shapes did not report its capacities")
+            check.failures.append("the run with static shapes did not report its capacities")
         if args.steps:
             steps = [0, args.steps]
             one, _ = lammps_run(args, workdir, "traj.np1", 1, (1, 1, 1), False, data, steps, True,
@@ -201,9 +192,8 @@ def main():
 
     print("PARITY " + json.dumps({"test": "mp", "mode": args.mode, "np": args.np, "grid": args.grid,
                                   "tiled": args.tiled, "box": args.box, "system": args.system,
-                                  "max_relative_difference": worst}))
-    if failures:
-        sys.exit("FAIL:\n  " + "\n  ".join(failures))
+                                  "max_relative_difference": check.worst}))
+    check.exit_on_failure()
 
 
 if __name__ == "__main__":

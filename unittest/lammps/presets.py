@@ -36,7 +36,7 @@ os.environ["MKL_CBWR"] = "COMPATIBLE"
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from harness import relative_difference, run_lammps  # noqa: E402
+from harness import Checks, relative_difference, run_lammps  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
 import nvalchemi_ops  # noqa: E402,F401
@@ -168,16 +168,7 @@ def main():
                              "from converged Ewald, falling as the mesh to the fourth)")
     args = parser.parse_args()
 
-    failures, worst = [], 0.0
-
-    def check(name, value, bound, parity=True):
-        nonlocal worst
-        if parity:
-            worst = max(worst, value)
-        ok = value <= bound
-        print(f"{name:60s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
-        if not ok:
-            failures.append(f"{name} = {value:.3e}")
+    check = Checks(60)
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="nvalchemi-presets-") as workdir:
@@ -278,9 +269,8 @@ def main():
                       relative_difference(both[key], mlip[key] + one[key]), args.tol)
 
     print("PARITY " + json.dumps({"test": "presets", "case": args.case, "np": args.np, "grid": args.grid,
-                                  "tiled": args.tiled, "box": args.box, "system": args.system, "max_relative_difference": worst}))
-    if failures:
-        sys.exit("FAIL:\n  " + "\n  ".join(failures))
+                                  "tiled": args.tiled, "box": args.box, "system": args.system, "max_relative_difference": check.worst}))
+    check.exit_on_failure()
 
 
 if __name__ == "__main__":
