@@ -4,7 +4,7 @@ the reference for long-range electrostatics under domain decomposition, with LAM
 
   E = sum_i e_i + E_k + E_self + E_neutral                                (LAMMPS' ewald)
   e_i    = 1/2 sum over edges j -> i of C q_i q_j erfc(g r) / r          real space, on the halo
-  S(k)   = system_sum(q_i exp(i k.x_i), OWNED)                           structure factors
+  S(k)   = rank_sum(sum over owned atoms of q_i exp(i k.x_i))              structure factors
   E_k    = C 2 pi / V sum_k exp(-k^2 / 4 g^2) / k^2 |S(k)|^2             the same on every rank
   E_self = -C g / sqrt(pi) sum_i q_i^2,  E_neutral = -C pi Q^2 / (2 g^2 V)
 
@@ -148,17 +148,21 @@ class Ewald(PointCharges):
         inside = kk_all <= kmax_sq.detach()
         k = k_all[inside]
         kk = kk_all[inside]
-        phase = positions @ k.transpose(0, 1)  # [N, K]
+        # the owned rows only: ghost rows would repeat other ranks' (or periodic images') terms
+        owned = int(inputs["n_owned"])
+        q_owned = q[:owned].unsqueeze(1)
+        phase = positions[:owned] @ k.transpose(0, 1)  # [owned, K]
         cos, sin = torch.cos(phase), torch.sin(phase)
-        partial = torch.cat([q.unsqueeze(1) * cos, q.unsqueeze(1) * sin], dim=1)
-        structure = torch.ops.nvalchemi.system_sum(partial, 1)  # [2K], the same on every rank
+        partial = torch.cat([(q_owned * cos).sum(dim=0), (q_owned * sin).sum(dim=0)])
+        structure = torch.ops.nvalchemi.rank_sum(partial)  # [2K], the same on every rank
         s_re, s_im = structure[: k.shape[0]], structure[k.shape[0]:]
         g = self.g_ewald
         volume = torch.linalg.det(cell[0]).abs()
         weight = self.qqrd2e * 2.0 * math.pi / volume * torch.exp(-kk / (4.0 * g * g)) / kk
         e_k = (weight * (s_re * s_re + s_im * s_im)).sum()
         # each atom's share of E_k: q_i Re(conj S e^{ik.x_i}), summing to E_k over all atoms
-        e_k_atom = q * ((cos * s_re + sin * s_im) * weight).sum(dim=1)
+        e_k_owned = q[:owned] * ((cos * s_re + sin * s_im) * weight).sum(dim=1)
+        e_k_atom = torch.cat([e_k_owned, torch.zeros_like(q[owned:])])
         return self.assemble(inputs, positions, edge_vectors, cell, q, e_real, e_self, e_k, e_k_atom)
 
 

@@ -70,22 +70,21 @@ class PME(PointCharges):
         edge_vectors = requiring_grad(inputs["edge_vectors"])
         cell = requiring_grad(inputs["cell"])
         q, e_real, e_self = self.short_range(inputs, edge_vectors)
-        n = positions.shape[0]
         dtype = positions.dtype
         device = positions.device
         k_mesh = self.mesh
-        owned = (torch.arange(n, device=device) < inputs["n_owned"]).to(dtype)
+        owned = int(inputs["n_owned"])
 
         # spread the owned atoms' charges: point k = floor(u) - j carries M_4(w + j)
         inverse = torch.linalg.inv(cell[0])
-        u = k_mesh * (positions @ inverse)  # [N, 3]
+        u = k_mesh * (positions[:owned] @ inverse)  # [owned, 3]
         base = torch.floor(u.detach())
         weights = bspline4(u - base)  # [N, 3, 4]
         stencil = self.stencil.to(device)
         points = torch.remainder(base.to(torch.int64).unsqueeze(1) - stencil.unsqueeze(0), k_mesh)  # [N, 64, 3]
         flat = (points[..., 0] * k_mesh + points[..., 1]) * k_mesh + points[..., 2]
         w = weights[:, 0, stencil[:, 0]] * weights[:, 1, stencil[:, 1]] * weights[:, 2, stencil[:, 2]]  # [N, 64]
-        spread = ((q * owned).unsqueeze(1) * w).reshape(-1)
+        spread = (q[:owned].unsqueeze(1) * w).reshape(-1)
         mesh = torch.zeros(k_mesh * k_mesh * k_mesh, dtype=dtype, device=device).index_add(0, flat.reshape(-1), spread)
         mesh = torch.ops.nvalchemi.rank_sum(mesh).view(k_mesh, k_mesh, k_mesh)
 
@@ -111,7 +110,7 @@ class PME(PointCharges):
             potential = torch.fft.ifftn(influence * structure).real * float(k_mesh * k_mesh * k_mesh)
         e_k = (influence * power).sum() + 2.0 * ((mesh - mesh.detach()) * potential).sum()
         potential = potential.reshape(-1)
-        e_k_atom = q * (w * potential[flat]).sum(dim=1)
+        e_k_atom = torch.cat([q[:owned] * (w * potential[flat]).sum(dim=1), torch.zeros_like(q[owned:])])
         return self.assemble(inputs, positions, edge_vectors, cell, q, e_real, e_self, e_k, e_k_atom)
 
 
