@@ -394,6 +394,10 @@ void PairNVAlchemi::init_style()
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi has no tail correction (pair_modify tail yes): the model "
                "defines its own cutoff behaviour; use pair_modify tail no");
+  if (state->partition && atom->tag_enable == 0)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Halo mode 'gp' of pair style nvalchemi maps ghost atoms to their atoms' rows by "
+               "atom ID: use atom_modify id yes (the default) before the box is defined");
   if (ghostneigh) {
     // deep halo: every ghost within L cutoffs gets its own edges, so that L layers of message
     // passing on this rank see all they need for the owned atoms

@@ -403,6 +403,9 @@ def cases(lj_model, models):
          dict(ok, model=models["no_exchange_layerwise"], keywords=" halo local"),
          r"declares 3 message-passing layers but made no exchange call in halo mode 'local', which the "
          r"pair_style keywords set"),
+        ("halo mode gp without atom IDs", dict(ok, model=models["no_exchange_layerwise"], keywords=" halo gp",
+                                               units="lj\natom_modify id no"),
+         r"Halo mode 'gp' of pair style nvalchemi maps ghost atoms to their atoms' rows by atom ID"),
         ("deep-halo model in halo mode gp", dict(ok, model=models["no_exchange_layerwise"], keywords=" halo gp"),
          r"declares 3 message-passing layers but made no exchange call in halo mode 'gp', which the "
          r"pair_style keywords set"),
