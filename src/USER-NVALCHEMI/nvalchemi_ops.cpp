@@ -140,13 +140,13 @@ namespace NVAlchemi {
       return result;
     }
 
-    // Each op's backward is the kernel of its `<op>_backward` op, which is registered too: an
-    // AOTInductor program holds the backward pass and calls those ops by name.
     // a tensor summed over ranks; its adjoint is the same all-reduce (every rank's share of the
     // energy depends on the replicated sum)
     torch::Tensor sum_tensor_over_ranks(const torch::Tensor &x)
     { return sum_over_ranks(x, OP_RANK_SUM); }
 
+    // Each op's backward is the kernel of its `<op>_backward` op, which is registered too: an
+    // AOTInductor program holds the backward pass and calls those ops by name.
     struct RefreshNeighbors : torch::autograd::Function<RefreshNeighbors> {
       static torch::Tensor forward(AutogradContext *, torch::Tensor x) { return refresh_rows(x); }
       static variable_list backward(AutogradContext *, variable_list grad)
