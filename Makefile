@@ -7,12 +7,14 @@
 #   make fuzz   the parsers under libFuzzer for FUZZ_SECONDS each (tools/fuzz.sh)
 #
 # Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
-# instead of the pinned Debian source), JOBS (parallel compile jobs).
+# instead of the pinned Debian source), KOKKOS_DIR (the CMake package directory of a Kokkos >= 5.1
+# to use instead of the one tools/install-kokkos.sh installs), JOBS (parallel compile jobs).
 
 MAKEFLAGS += --no-print-directory
 
 BUILD ?= $(CURDIR)/build
 LAMMPS_DIR ?= $(BUILD)/lammps-src
+KOKKOS_DIR ?= $(BUILD)/kokkos/lib/x86_64-linux-gnu/cmake/Kokkos
 JOBS ?= $(shell nproc)
 PYTHON := $(BUILD)/venv/bin/python
 LMP := $(BUILD)/lammps/lmp
@@ -25,7 +27,9 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-LAMMPS_PACKAGES := USER-NVALCHEMI MOLECULE KSPACE EXTRA-PAIR PLUGIN
+# KSPACE: the oracles of the Ewald and particle-mesh tests; PLUGIN: the plugin route; KOKKOS
+# (OpenMP backend): pair_style nvalchemi/kk, so that one LAMMPS build serves both styles
+LAMMPS_PACKAGES := USER-NVALCHEMI KSPACE PLUGIN KOKKOS
 
 .PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz clean
 
@@ -33,19 +37,22 @@ all: nvalchemi
 
 deps:
 	@LAMMPS_DIR=$(filter-out $(BUILD)/lammps-src,$(LAMMPS_DIR)) tools/install-deps.sh $(BUILD)
+	@$(if $(filter $(BUILD)/kokkos/%,$(KOKKOS_DIR)),tools/install-kokkos.sh $(BUILD))
 
 # the model export tools with mace-torch, and with nequip, in venvs of their own (only the tests
 # need them)
 export-venvs:
 	@tools/install-export-venvs.sh $(BUILD)
 
-# LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE), and of
-# LAMMPS' unit tests only the force-style harness test_pair_style (unittest/force-styles)
+# LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE) and KOKKOS
+# on an external Kokkos (C++20, OpenMP), and of LAMMPS' unit tests only the force-style harness
+# test_pair_style (unittest/force-styles)
 GTEST_TARBALL := $(BUILD)/downloads/googletest-debian.tar.gz
 lammps: deps
-	@grep -q '^ENABLE_TESTING:BOOL=on' $(BUILD)/lammps/CMakeCache.txt 2>/dev/null || \
+	@grep -q '^PKG_KOKKOS:BOOL=on' $(BUILD)/lammps/CMakeCache.txt 2>/dev/null || \
 	  cmake -S $(LAMMPS_DIR)/cmake -B $(BUILD)/lammps \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DBUILD_MPI=on \
+	  -DCMAKE_CXX_STANDARD=20 -DBUILD_OMP=on -DEXTERNAL_KOKKOS=on -DKokkos_DIR=$(KOKKOS_DIR) \
 	  -DCMAKE_PROJECT_lammps_INCLUDE=$(CURDIR)/cmake/USER-NVALCHEMI.cmake \
 	  -DNVALCHEMI_PYTHON=$(PYTHON) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on) \
 	  -DENABLE_TESTING=on -DGTEST_URL=file://$(GTEST_TARBALL) \
