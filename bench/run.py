@@ -9,9 +9,10 @@ cost) next to the results, then runs lj_overhead.py (the package's cost, the LJ 
 formats and the LJ model calling the fused kernel of nvalchemi_kernels.so against lj/cut, 4000
 and 16384 atoms, 1 and 2 ranks; LibTorch threads), mp_halo.py (layerwise vs deep halo, both
 formats, 1, 2 and 4 ranks), gp_halo.py (halo mode gp vs layerwise over size, depth and ranks),
-pme_mesh.py (the particle-mesh model over mesh size and ranks), phase_times.py (fix nvalchemi/dd's phase times) and
-memory_scaling.py (peak memory per atom, 864 to 256000 atoms) and soak.py (100000 LJ and 10000
-message-passing steps on 2 ranks: resident memory slope, energy drift). --quick runs each on tiny
+pme_mesh.py (the particle-mesh model over mesh size and ranks), phase_times.py (fix
+nvalchemi/dd's phase times; pair_style nvalchemi/kk against nvalchemi), memory_scaling.py (peak
+memory per atom, 864 to 256000 atoms) and soak.py (100000 LJ and 10000 message-passing steps on
+2 ranks: resident memory slope, energy drift). --quick runs each on tiny
 systems, to check that the benchmarks work (the test suite does); its figures mean nothing.
 CPU timings of a shared machine: read the ratios, which are measured in one run.
 """
@@ -124,9 +125,16 @@ def markdown(results):
 
     phases = ["graph", "tensors", "forward", "backward", "exchange", "tally", "glue", "step"]
     out.append("\n## Phase times per step, fix nvalchemi/dd (ms, largest rank)\n")
-    out.append(table(["model", "atoms", "ranks"] + phases + ["glue share"],
-                     [[r["model"], r["atoms"], r["ranks"]] + [f"{r[p + '_ms']:.2f}" for p in phases]
-                      + [f"{100 * r['glue_share_of_step']:.0f}%"] for r in by["phase_times"]]))
+    out.append(table(["model", "atoms", "ranks", "style", "threads"] + phases + ["glue share"],
+                     [[r["model"], r["atoms"], r["ranks"], r["style"], r["threads"]]
+                      + [f"{r[p + '_ms']:.2f}" for p in phases]
+                      + [f"{100 * r['glue_share_of_step']:.0f}%"] for r in by["phase_times"] if "style" in r]))
+    out.append("\n## pair_style nvalchemi/kk (-k on t T -sf kk) over nvalchemi (threads T), same run\n")
+    out.append(table(["model", "atoms", "ranks", "threads", "step", "graph", "glue", "glue share (plain, kk)"],
+                     [[r["model"], r["atoms"], r["ranks"], r["threads"]]
+                      + [f"{r['kk_over_plain_' + k]:.2f}x" for k in ("step", "graph", "glue")]
+                      + [f"{100 * r['glue_share_plain']:.0f}%, {100 * r['glue_share_kk']:.0f}%"]
+                      for r in by["phase_times"] if "kk_over_plain_step" in r]))
 
     memory = [r for r in by["memory_scaling"] if "atoms" in r]
     spread = [r for r in by["memory_scaling"] if "kb_per_atom_largest_over_smallest" in r]
@@ -174,6 +182,8 @@ def main():
     results += run("pme_mesh.py", *lmp, *(["--cells", 2, "--mesh", 16, "--ranks", 1, 2, "--steps", 1] if q else []))
     results += run("phase_times.py", *lmp, "--model", model("lj_ar.pt"), model("lj_ar.pt2"),
                    model("schnet_layerwise.pt"), "--cells", 3 if q else 10, "--steps", 3 if q else 20)
+    results += run("phase_times.py", *lmp, "--kokkos", "--model", model("lj_ar.pt"), model("schnet_layerwise.pt"),
+                   *(["--cells", 3, "--ranks", 1, "--steps", 3] if q else ["--cells", 10, 16, "--threads", 1, "--steps", 20]))
     results += run("memory_scaling.py", *lmp, "--model", model("lj_ar.pt"),
                    "--cells", *([3, 4] if q else [6, 10, 16, 25, 40]))
     results += run("soak.py", *lmp, "--models", os.path.abspath(args.models),

@@ -398,10 +398,9 @@ void PairNVAlchemi::init_style()
     error->all(FLERR, Error::NOLASTLINE,
                "Halo mode 'gp' of pair style nvalchemi maps ghost atoms to their atoms' rows by "
                "atom ID: use atom_modify id yes (the default) before the box is defined");
+  request_neighbor_list();
   if (ghostneigh) {
-    // deep halo: every ghost within L cutoffs gets its own edges, so that L layers of message
-    // passing on this rank see all they need for the owned atoms
-    neighbor->add_request(this, NeighConst::REQ_FULL | NeighConst::REQ_GHOST);
+    // deep halo: the ghosts within L cutoffs, which get edges of their own
     const int layers = std::max(1, *state->spec.num_message_passing_layers);
     const double ghost_cutoff = layers * cutoff + neighbor->skin;
     if (saved_cutghostuser < 0.0) saved_cutghostuser = comm->cutghostuser;
@@ -412,13 +411,24 @@ void PairNVAlchemi::init_style()
                      "({} layers x cutoff {} + skin {})\n",
                      comm->cutghostuser, layers, cutoff, neighbor->skin);
   } else {
-    // a half list without newton: each pair of owned atoms once (both edges come from it),
-    // each owned-ghost pair on both ranks; half the distances of a full list
-    neighbor->add_request(this, NeighConst::REQ_NEWTON_OFF);
     if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
     saved_cutghostuser = -1.0;
   }
   NVAlchemi::ModelRunner::set_num_threads(threads > 0 ? threads : comm->nthreads);
+}
+
+/* ----------------------------------------------------------------------
+   deep halo: a full list of owned and ghost atoms (every ghost within L
+   cutoffs gets its own edges, so that L layers of message passing on this
+   rank see all they need for the owned atoms); else a half list without
+   newton: each pair of owned atoms once (both edges come from it), each
+   owned-ghost pair on both ranks, half the distances of a full list
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::request_neighbor_list()
+{
+  neighbor->add_request(this, ghostneigh ? NeighConst::REQ_FULL | NeighConst::REQ_GHOST
+                                         : NeighConst::REQ_NEWTON_OFF);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -440,14 +450,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   ev_init(eflag, vflag);
 
   State &s = *state;
-  const int nlocal = atom->nlocal;
-  const NVAlchemi::AtomsView atoms{atom->x, atom->type, s.atomic_number_of_type.data(), nlocal,
-                                   nlocal + atom->nghost};
-  const NVAlchemi::NeighborView neighbors{list->inum,       ghostneigh ? list->gnum : 0,
-                                          list->ilist,      list->numneigh,
-                                          list->firstneigh, NEIGHMASK,
-                                          !ghostneigh};
-  NVAlchemi::build_graph(atoms, neighbors, cutoff, s.graph, s.atom_row);
+  build_rank_graph(s.graph);
   NVAlchemi::Graph &model_graph = s.partition ? partition_graph() : s.graph;
   if (*s.spec.compile.static_shapes) pad_to_capacity(model_graph);
   summary.graph = platform::walltime() - start;
@@ -491,6 +494,23 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   summary.forward = s.outputs.forward_seconds;
   summary.backward = s.outputs.backward_seconds;
   summary.edges = s.graph.num_edges();
+}
+
+/* ----------------------------------------------------------------------
+   this rank's graph: owned and ghost atoms, edges from the neighbor list
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::build_rank_graph(NVAlchemi::Graph &graph)
+{
+  State &s = *state;
+  const int nlocal = atom->nlocal;
+  const NVAlchemi::AtomsView atoms{atom->x, atom->type, s.atomic_number_of_type.data(), nlocal,
+                                   nlocal + atom->nghost};
+  const NVAlchemi::NeighborView neighbors{list->inum,       ghostneigh ? list->gnum : 0,
+                                          list->ilist,      list->numneigh,
+                                          list->firstneigh, NEIGHMASK,
+                                          !ghostneigh};
+  NVAlchemi::build_graph(atoms, neighbors, cutoff, graph, s.atom_row);
 }
 
 /* ----------------------------------------------------------------------
@@ -614,7 +634,7 @@ void PairNVAlchemi::tally_edge_forces()
 {
   State &s = *state;
   const double *grad = s.outputs.edge_gradients.get();
-  NVAlchemi::add_edge_forces(s.graph, grad, atom->f);
+  add_edge_forces(s.graph, grad);
   if (!vflag_either || !grad) return;
 
   const int nlocal = atom->nlocal;
@@ -627,6 +647,11 @@ void PairNVAlchemi::tally_edge_forces()
     ev_tally_xyz(row_atom[edges[2 * e + 1]], row_atom[edges[2 * e]], nlocal, 1, 0.0, 0.0, -g[0],
                  -g[1], -g[2], r[0], r[1], r[2]);
   }
+}
+
+void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph, const double *edge_gradients)
+{
+  NVAlchemi::add_edge_forces(graph, edge_gradients, atom->f);
 }
 
 /* ----------------------------------------------------------------------

@@ -89,6 +89,11 @@ class PairNVAlchemi : public Pair {
   int comm_width, comm_offset;
 
   virtual void allocate();
+  // what a variant (the Kokkos style) does its own way: the neighbor list it asks for, this
+  // rank's graph built from it, and the edge forces added into the atoms' forces
+  virtual void request_neighbor_list();
+  virtual void build_rank_graph(NVAlchemi::Graph &);
+  virtual void add_edge_forces(const NVAlchemi::Graph &, const double *edge_gradients);
   void load_model(const char *file);
   void forward_copy(double *values, int width);
   void reverse_sum(double *values, int width);

@@ -22,7 +22,9 @@
   run reports its static shapes;
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
   lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
-  pe (pe minus the same run without fix_modify energy equals f_dd).
+  pe (pe minus the same run without fix_modify energy equals f_dd);
+* every example runs unchanged under -k on t 2 -sf kk (pair_style nvalchemi/kk, the KOKKOS
+  package) and prints the thermo of its plain run.
 Thermo values are compared to the precision LAMMPS prints (8 significant digits): 2e-7 relative.
 """
 
@@ -35,7 +37,7 @@ import tempfile
 
 import numpy as np
 
-from harness import run_lammps
+from harness import kokkos_switches, run_lammps
 
 PRINTED = 2e-7
 
@@ -61,14 +63,17 @@ class Example:
         shutil.copytree(os.path.join(args.repo, "examples", name), self.dir)
         self.source = open(os.path.join(self.dir, f"in.{name}")).read()
 
-    def run(self, label, text=None):
-        """Run the input (or a variant of it) on 2 ranks; exit the test on failure."""
+    def run(self, label, text=None, lmp_args=None):
+        """Run the input (or a variant of it) on 2 ranks, with lmp's extra switches `lmp_args`;
+        exit the test on failure. The screen output of the input itself is kept in `self.output`."""
         path = f"in.{label}"
         with open(os.path.join(self.dir, path), "w") as f:
             f.write(self.source if text is None else text)
-        proc = run_lammps(self.args.lmp, self.args.mpirun, 2, path, self.dir, timeout=600)
+        proc = run_lammps(self.args.lmp, self.args.mpirun, 2, path, self.dir, timeout=600, lmp_args=lmp_args)
         if proc.returncode != 0:
             sys.exit(f"FAIL: examples/{self.name} ({label}) exit {proc.returncode}:\n{proc.stdout[-3000:]}")
+        if text is None and lmp_args is None:
+            self.output = proc.stdout
         return proc.stdout
 
     def variant(self, old, new):
@@ -184,7 +189,8 @@ def main():
               and close(first(model, "Press"), first(exact, "Press"), 1e-4)
               and abs(model["Press"][0] - exact["Press"][0]) < abs(pppm["Press"][0] - exact["Press"][0]))
 
-        d3 = thermo(Example(args, workdir, "dftd3").run("dftd3"))
+        dftd3 = Example(args, workdir, "dftd3")
+        d3 = thermo(dftd3.run("dftd3"))
         check("dftd3", "c_mlip + c_d3 = pe", close(d3["c_mlip"] + d3["c_d3"], d3["PotEng"]))
 
         gp = Example(args, workdir, "gp")
@@ -209,6 +215,16 @@ def main():
         added = t["PotEng"][0] - plain["PotEng"][0]
         check("dd", f"the umbrella's energy enters pe ({added:.6g} = f_dd {t['f_dd'][0]:.6g})",
               t["f_dd"][0] > 0 and abs(added - t["f_dd"][0]) <= 2e-6 * abs(t["PotEng"][0]))
+
+        # every example's input, unchanged, under the KOKKOS package (pair_style nvalchemi/kk)
+        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd):
+            out = example.run(f"{example.name}_kk", lmp_args=kokkos_switches(2))
+            plain, kk = thermo(example.output), thermo(out)
+            # (fix nvalchemi/dd's statistics hold wall times and rounding noise)
+            columns = [k for k in plain if not k.startswith("f_dd[")]
+            check(example.name, f"-k on t 2 -sf kk runs pair_style nvalchemi/kk and prints the same thermo ({len(kk['Step'])} rows)",
+                  "pair nvalchemi/kk, perpetual" in out and len(kk["Step"]) == len(plain["Step"])
+                  and all(close(kk[k], plain[k]) for k in columns))
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
 

@@ -11,13 +11,16 @@ import numpy as np
 
 
 def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
-               timeout: float = 300.0, wrapper: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+               timeout: float = 300.0, wrapper: Optional[List[str]] = None,
+               lmp_args: Optional[List[str]] = None) -> subprocess.CompletedProcess:
     """Run `lmp -in input_file` on `nranks` ranks; a hang becomes a failure after `timeout` seconds.
-    `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time). A relative `lmp` path
-    is taken from the caller's directory, not from `cwd`."""
+    `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time); `lmp_args` are more
+    command-line switches of lmp (e.g. KOKKOS_SWITCHES). A relative `lmp` path is taken from the
+    caller's directory, not from `cwd`."""
     if os.sep in lmp:
         lmp = os.path.abspath(lmp)
-    cmd = [mpirun, "-np", str(nranks), "--oversubscribe"] + (wrapper or []) + [lmp, "-in", input_file, "-log", "log.lammps"]
+    cmd = ([mpirun, "-np", str(nranks), "--oversubscribe"] + (wrapper or []) +
+           [lmp, "-in", input_file, "-log", "log.lammps"] + (lmp_args or []))
     try:
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -89,6 +92,12 @@ def write_system(lmp, mpirun, system, workdir):
     return os.path.join(workdir, "system.data")
 
 
+def kokkos_switches(threads):
+    """lmp's switches that run an input unchanged under the KOKKOS package: `threads` OpenMP
+    threads per rank, every style with a /kk variant taking it (pair_style nvalchemi/kk)."""
+    return ["-k", "on", "t", str(threads), "-sf", "kk"]
+
+
 def seconds_per_step(output):
     """Wall time per step of the last run in LAMMPS' screen output (its "Loop time" line)."""
     seconds, steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", output)[-1]
@@ -154,13 +163,14 @@ def snapshot_commands(steps, dump_columns, global_values):
     return text
 
 
-def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps):
-    """Run `input_text` (ending in snapshot_commands) in `rundir`; exit the test on failure.
-    Returns ({step: (per-atom rows, global values)}, LAMMPS' screen output)."""
+def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps, lmp_args=None):
+    """Run `input_text` (ending in snapshot_commands) in `rundir`, with lmp's extra switches
+    `lmp_args`; exit the test on failure. Returns ({step: (per-atom rows, global values)},
+    LAMMPS' screen output)."""
     os.makedirs(rundir)
     with open(os.path.join(rundir, "in.test"), "w") as f:
         f.write(input_text)
-    proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir)
+    proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir, lmp_args=lmp_args)
     if proc.returncode != 0:
         sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
     snapshots = {step: (np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2),

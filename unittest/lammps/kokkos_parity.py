@@ -1,0 +1,98 @@
+"""pair_style nvalchemi/kk (KOKKOS package, OpenMP backend) against pair_style nvalchemi.
+
+One case = a model (--kind: the LJ model, or the SchNet-style model in halo mode layerwise or
+deep), a rank count with its processor grid (or comm_style tiled), a box and a number of OpenMP
+threads. The reference is the plain style on 1 rank; the same input then runs on --np ranks
+under `-k on t T -sf kk` (pair_style nvalchemi/kk, atom_style atomic/kk, fix nve/kk: the input
+unchanged). After run 0 and after --steps NVE steps, energy, the global virial, every atom's
+position and force, per-atom energies and per-atom virials must agree to --tol relative.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+
+from harness import Checks, kokkos_switches, make_system, relative_difference, run_snapshots, snapshot_commands
+
+DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
+GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]"]
+
+INPUT = """units lj
+atom_style atomic
+atom_modify map array
+{comm}
+read_data {data}
+{balance}
+pair_style nvalchemi {model}
+pair_coeff * * Ar Ar
+neighbor 0.3 bin
+neigh_modify every 1 delay 0 check yes
+timestep 0.005
+fix integrate all nve
+compute pe all pe/atom
+compute st all stress/atom NULL
+compute vir all pressure NULL virial
+thermo_style custom step pe c_vir[*]
+thermo_modify norm no
+"""
+
+# per dump row: positions, forces, per-atom energy, per-atom virial (dump columns after id)
+QUANTITIES = {"positions": slice(1, 4), "forces": slice(4, 7), "atomic_energies": slice(7, 8),
+              "atomic_virials": slice(8, 14)}
+
+
+def run(args, workdir, label, nranks, grid, tiled, threads, data):
+    comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
+    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "",
+                        model=getattr(args, f"{args.kind}_model"))
+    steps = [0, args.steps] if args.steps else [0]
+    text += snapshot_commands(steps, DUMP_COLUMNS, GLOBALS)
+    switches = kokkos_switches(threads) if threads else None
+    return run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, steps,
+                         lmp_args=switches)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lmp", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--lj-model", required=True)
+    parser.add_argument("--layerwise-model", required=True)
+    parser.add_argument("--deep-model", required=True)
+    parser.add_argument("--kind", choices=("lj", "layerwise", "deep"), required=True)
+    parser.add_argument("--np", type=int, required=True)
+    parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
+    parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
+    parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
+    parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
+    parser.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank of the /kk run")
+    parser.add_argument("--steps", type=int, default=20, help="NVE steps after run 0 (0: run 0 only)")
+    parser.add_argument("--tol", type=float, default=1e-10)
+    args = parser.parse_args()
+
+    check = Checks(60)
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-kk-") as workdir:
+        data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
+        plain, _ = run(args, workdir, "plain.np1", 1, (1, 1, 1), False, 0, data)
+        label = f"kk.np{args.np}.t{args.threads}"
+        kk, log = run(args, workdir, label, args.np, args.grid, args.tiled, args.threads, data)
+        if not re.search(r"pair nvalchemi/kk, perpetual", log):
+            check.failures.append("the -sf kk run did not use pair_style nvalchemi/kk (no such neighbor list)")
+        for step in plain:
+            (a, ga), (b, gb) = plain[step], kk[step]
+            check(f"step {step}: energy", relative_difference(gb[0:1], ga[0:1]), args.tol)
+            check(f"step {step}: virial", relative_difference(gb[1:7], ga[1:7]), args.tol)
+            for name, columns in QUANTITIES.items():
+                check(f"step {step}: {name}", relative_difference(b[:, columns], a[:, columns]), args.tol)
+
+    print("PARITY " + json.dumps({"test": "kokkos", "kind": args.kind, "np": args.np, "grid": args.grid,
+                                  "tiled": args.tiled, "box": args.box, "system": args.system,
+                                  "threads": args.threads, "max_relative_difference": check.worst}))
+    check.exit_on_failure()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
