@@ -10,8 +10,8 @@
 #  - the CMake targets name libkokkosalgorithms.a and libkokkossimd.a, which are not shipped
 #    (empty archives stand in), and hard-code /usr/include/kokkos (made relative);
 #  - libkokkoscore asks a newer glibc and libstdc++ (GCC 16's) for three symbols than Debian 12
-#    has: a small compatibility library (tools/kokkos/compat.cpp) defines them, their version
-#    needs are cleared and marked weak, and patchelf makes the libraries load it. A missing
+#    has: a small compatibility library (tools/kokkos/compat.cpp) defines them, the symbols'
+#    versions and the version needs are removed, and patchelf makes the libraries load it. A missing
 #    symbol this script does not know stops it, naming the symbol.
 # Idempotent: a second run finds its stamp and returns.
 #
@@ -110,7 +110,7 @@ if [ ${#repairs[@]} -gt 0 ]; then
     read -r lib ver sym <<< "$r"
     echo "install-kokkos: $(basename "$lib"): $sym ($ver) from libnvalchemi_kokkos_compat.so"
     patchelf --clear-symbol-version "$sym" "$lib"
-    python3 "$tools_dir/kokkos/weaken_version_needs.py" "$lib" "$ver" >/dev/null
+    python3 "$tools_dir/kokkos/drop_version_needs.py" "$lib" "$ver" >/dev/null
     patched[$lib]=1
   done
   for lib in "${!patched[@]}"; do

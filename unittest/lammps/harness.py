@@ -98,6 +98,12 @@ def kokkos_switches(threads):
     return ["-k", "on", "t", str(threads), "-sf", "kk"]
 
 
+def ran_nvalchemi_kk(output):
+    """Whether LAMMPS' screen output shows pair_style nvalchemi/kk at work: a Kokkos neighbor
+    list of the style (named nvalchemi/kk, or nvalchemi as a sub-style of hybrid/kk)."""
+    return re.search(r"pair nvalchemi(/kk)?, perpetual.*\n\s+attributes: [^\n]*kokkos_(device|host)", output) is not None
+
+
 def seconds_per_step(output):
     """Wall time per step of the last run in LAMMPS' screen output (its "Loop time" line)."""
     seconds, steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", output)[-1]

@@ -11,11 +11,11 @@ position and force, per-atom energies and per-atom virials must agree to --tol r
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 
-from harness import Checks, kokkos_switches, make_system, relative_difference, run_snapshots, snapshot_commands
+from harness import (Checks, kokkos_switches, make_system, ran_nvalchemi_kk, relative_difference, run_snapshots,
+                     snapshot_commands)
 
 DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
 GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]"]
@@ -79,7 +79,7 @@ def main():
         plain, _ = run(args, workdir, "plain.np1", 1, (1, 1, 1), False, 0, data)
         label = f"kk.np{args.np}.t{args.threads}"
         kk, log = run(args, workdir, label, args.np, args.grid, args.tiled, args.threads, data)
-        if not re.search(r"pair nvalchemi/kk, perpetual", log):
+        if not ran_nvalchemi_kk(log):
             check.failures.append("the -sf kk run did not use pair_style nvalchemi/kk (no such neighbor list)")
         for step in plain:
             (a, ga), (b, gb) = plain[step], kk[step]
