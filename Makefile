@@ -69,7 +69,9 @@ nvalchemi: lammps
 run: nvalchemi
 	cd examples/lj && mpirun -np 2 $(LMP) -in in.lj -log none
 
-test: export-venvs nvalchemi
+# the export venvs (pip: mostly downloading and unpacking) install while LAMMPS compiles
+test:
+	@$(MAKE) -j2 export-venvs nvalchemi
 	ctest --test-dir $(BUILD)/nvalchemi --output-on-failure -j $(JOBS)
 
 bench: nvalchemi

@@ -161,8 +161,7 @@ template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::compute(int ef
 /* ----------------------------------------------------------------------
    the plain style's graph (NVAlchemi::build_graph), built in parallel:
    rows are the atoms of handled types in index order (a scan), edges run
-   from each neighbor to the list atom, list atoms in list order, each
-   atom's edges at the offset a scan of their counts gives it
+   from each neighbor to the list atom, list atoms in list order
 ------------------------------------------------------------------------- */
 
 template <class DeviceType>
@@ -205,56 +204,78 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
         atomic_numbers(r) = z_of_type(type(i));
       });
 
+  // edges in two passes that read each neighbor once: every list atom writes its kept edges at
+  // its slots among all candidates (a scan of the list's counts), then each atom's edges move
+  // to their place in the graph (a scan of the kept counts)
   auto *k_list = static_cast<NeighListKokkos<DeviceType> *>(list);
   const auto ilist = k_list->d_ilist;
   const auto numneigh = k_list->d_numneigh;
   const auto neighbors = k_list->d_neighbors;
   const int nlist = list->inum + (ghostneigh ? list->gnum : 0);
   const double cutsq = cutoff * cutoff;
-  if (static_cast<int>(d_edge_offset.extent(0)) < nlist + 1)
-    d_edge_offset = typename AT::t_int_1d("nvalchemi:edge_offset", nlist + 1);
-  const auto edge_offset = d_edge_offset;
-  // whether the pair (i, its jj-th neighbor) is an edge, and its vector x_i - x_j
-  const auto edge_of = KOKKOS_LAMBDA(int i, int jj, int &j, double (&r)[3])->bool
-  {
-    j = neighbors(i, jj) & NEIGHMASK;
-    if (atom_row(j) < 0) return false;
-    for (int d = 0; d < 3; ++d) r[d] = x(i, d) - x(j, d);
-    return r[0] * r[0] + r[1] * r[1] + r[2] * r[2] < cutsq;
-  };
-  int nedges = 0;
+  if (static_cast<int>(d_kept.extent(0)) < nlist) {
+    d_kept = typename AT::t_int_1d("nvalchemi:kept", nlist);
+    d_first_candidate = Kokkos::View<int64_t *, DeviceType>("nvalchemi:first_candidate", nlist);
+    d_first_edge = Kokkos::View<int64_t *, DeviceType>("nvalchemi:first_edge", nlist);
+  }
+  const auto kept = d_kept;
+  const auto first_candidate = d_first_candidate;
+  const auto first_edge = d_first_edge;
+  int64_t ncandidates = 0;
+  Kokkos::parallel_scan(
+      "nvalchemi::candidate_offsets", Policy(0, nlist),
+      KOKKOS_LAMBDA(int ii, int64_t &first, bool final) {
+        if (final) first_candidate(ii) = first;
+        first += numneigh(ilist(ii));
+      },
+      ncandidates);
+  if (static_cast<int64_t>(d_candidate_vectors.extent(0)) < 3 * ncandidates) {
+    const int64_t grown = ncandidates + ncandidates / 4;
+    d_candidate_edges = Kokkos::View<int64_t *, DeviceType>("nvalchemi:candidate_edges", 2 * grown);
+    d_candidate_vectors = Kokkos::View<double *, DeviceType>("nvalchemi:candidate_vectors", 3 * grown);
+  }
+  const auto candidate_edges = d_candidate_edges;
+  const auto candidate_vectors = d_candidate_vectors;
+  Kokkos::parallel_for(
+      "nvalchemi::find_edges", Policy(0, nlist), KOKKOS_LAMBDA(int ii) {
+        const int i = ilist(ii);
+        const int receiver = atom_row(i);
+        int count = 0;
+        if (receiver >= 0) {
+          int64_t e = first_candidate(ii);
+          for (int jj = 0, n = numneigh(i); jj < n; ++jj) {
+            const int j = neighbors(i, jj) & NEIGHMASK;
+            const int sender = atom_row(j);
+            if (sender < 0) continue;
+            const double r[3] = {x(i, 0) - x(j, 0), x(i, 1) - x(j, 1), x(i, 2) - x(j, 2)};
+            if (r[0] * r[0] + r[1] * r[1] + r[2] * r[2] >= cutsq) continue;
+            candidate_edges(2 * e) = sender;
+            candidate_edges(2 * e + 1) = receiver;
+            for (int d = 0; d < 3; ++d) candidate_vectors(3 * e + d) = r[d];
+            ++e;
+            ++count;
+          }
+        }
+        kept(ii) = count;
+      });
+  int64_t nedges = 0;
   Kokkos::parallel_scan(
       "nvalchemi::edge_offsets", Policy(0, nlist),
-      KOKKOS_LAMBDA(int ii, int &first, bool final) {
-        const int i = ilist(ii);
-        int count = 0;
-        if (atom_row(i) >= 0)
-          for (int jj = 0, n = numneigh(i); jj < n; ++jj) {
-            int j;
-            double r[3];
-            count += edge_of(i, jj, j, r) ? 1 : 0;
-          }
-        if (final) edge_offset(ii) = first;
-        first += count;
+      KOKKOS_LAMBDA(int ii, int64_t &first, bool final) {
+        if (final) first_edge(ii) = first;
+        first += kept(ii);
       },
       nedges);
 
   const auto edges = buffers.edges.fill(graph.edges, 2 * size_t(nedges));
   const auto edge_vectors = buffers.edge_vectors.fill(graph.edge_vectors, 3 * size_t(nedges));
   Kokkos::parallel_for(
-      "nvalchemi::edges", Policy(0, nlist), KOKKOS_LAMBDA(int ii) {
-        const int i = ilist(ii);
-        const int receiver = atom_row(i);
-        if (receiver < 0) return;
-        int64_t e = edge_offset(ii);
-        for (int jj = 0, n = numneigh(i); jj < n; ++jj) {
-          int j;
-          double r[3];
-          if (!edge_of(i, jj, j, r)) continue;
-          edges(2 * e) = atom_row(j);
-          edges(2 * e + 1) = receiver;
-          for (int d = 0; d < 3; ++d) edge_vectors(3 * e + d) = r[d];
-          ++e;
+      "nvalchemi::place_edges", Policy(0, nlist), KOKKOS_LAMBDA(int ii) {
+        const int64_t from = first_candidate(ii), to = first_edge(ii);
+        for (int64_t k = 0; k < kept(ii); ++k) {
+          for (int c = 0; c < 2; ++c) edges(2 * (to + k) + c) = candidate_edges(2 * (from + k) + c);
+          for (int d = 0; d < 3; ++d)
+            edge_vectors(3 * (to + k) + d) = candidate_vectors(3 * (from + k) + d);
         }
       });
   Kokkos::fence();
@@ -284,17 +305,25 @@ void PairNVAlchemiKokkos<DeviceType>::add_edge_forces(const NVAlchemi::Graph &gr
   const auto row_atom = buffers.row_atom.read(graph.row_atom.data(), graph.row_atom.size());
 
   const auto f = atomKK->k_f.template view<DeviceType>();
-  auto scattered = Kokkos::Experimental::create_scatter_view(f);
-  Kokkos::parallel_for(
-      "nvalchemi::edge_forces", Policy(0, nedges), KOKKOS_LAMBDA(int64_t e) {
-        auto force = scattered.access();
-        const int sender = row_atom(edges(2 * e)), receiver = row_atom(edges(2 * e + 1));
-        for (int d = 0; d < 3; ++d) {
-          force(receiver, d) += -gradient(3 * e + d);
-          force(sender, d) += gradient(3 * e + d);
-        }
-      });
-  Kokkos::Experimental::contribute(f, scattered);
+  const auto scatter = [&](auto scattered) {
+    Kokkos::parallel_for(
+        "nvalchemi::edge_forces", Policy(0, nedges), KOKKOS_LAMBDA(int64_t e) {
+          auto force = scattered.access();
+          const int sender = row_atom(edges(2 * e)), receiver = row_atom(edges(2 * e + 1));
+          for (int d = 0; d < 3; ++d) {
+            force(receiver, d) += -gradient(3 * e + d);
+            force(sender, d) += gradient(3 * e + d);
+          }
+        });
+    Kokkos::Experimental::contribute(f, scattered);
+  };
+  // one thread writes the force view itself; several use the execution space's default
+  // (per-thread copies on OpenMP, atomics on a GPU)
+  using namespace Kokkos::Experimental;
+  if (typename DeviceType::execution_space().concurrency() == 1)
+    scatter(create_scatter_view<ScatterSum, ScatterNonDuplicated, ScatterNonAtomic>(f));
+  else
+    scatter(create_scatter_view(f));
   atomKK->modified(execution_space, F_MASK);
   // the plain style's host code (F dot r) reads them next
   atomKK->sync(Host, F_MASK);

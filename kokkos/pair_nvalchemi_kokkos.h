@@ -49,7 +49,12 @@ template <class DeviceType> class PairNVAlchemiKokkos : public PairNVAlchemi {
   GraphBuffers *buffers;
   DAT::tdual_int_1d k_atomic_number_of_type;    // [ntypes+1], 0: a type the model skips
   typename AT::t_int_1d d_atom_row;             // row of each atom, -1 if none
-  typename AT::t_int_1d d_edge_offset;          // first edge of each list atom, then the total
+  // per list atom: its first slot among all neighbor candidates, its kept edges, its first edge
+  Kokkos::View<int64_t *, DeviceType> d_first_candidate, d_first_edge;
+  typename AT::t_int_1d d_kept;
+  // edges as found: each list atom's at its candidate slots (sender, receiver; vector)
+  Kokkos::View<int64_t *, DeviceType> d_candidate_edges;
+  Kokkos::View<double *, DeviceType> d_candidate_vectors;
   bool forces_on_device;                        // this step wrote forces in DeviceType's space
 };
 
