@@ -100,8 +100,10 @@ def kokkos_switches(threads):
 
 def ran_nvalchemi_kk(output):
     """Whether LAMMPS' screen output shows pair_style nvalchemi/kk at work: a Kokkos neighbor
-    list of the style (named nvalchemi/kk, or nvalchemi as a sub-style of hybrid/kk)."""
-    return re.search(r"pair nvalchemi(/kk)?, perpetual.*\n\s+attributes: [^\n]*kokkos_(device|host)", output) is not None
+    list of the style (named nvalchemi/kk or /kk/host or /kk/device, or nvalchemi as a
+    sub-style of hybrid/kk)."""
+    return re.search(r"pair nvalchemi(/kk(/host|/device)?)?, perpetual.*\n\s+attributes: [^\n]*kokkos_(device|host)",
+                     output) is not None
 
 
 def seconds_per_step(output):

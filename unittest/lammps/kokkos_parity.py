@@ -4,8 +4,9 @@ One case = a model (--kind: the LJ model, or the SchNet-style model in halo mode
 deep), a rank count with its processor grid (or comm_style tiled), a box and a number of OpenMP
 threads. The reference is the plain style on 1 rank; the same input then runs on --np ranks
 under `-k on t T -sf kk` (pair_style nvalchemi/kk, atom_style atomic/kk, fix nve/kk: the input
-unchanged). After run 0 and after --steps NVE steps, energy, the global virial, every atom's
-position and force, per-atom energies and per-atom virials must agree to --tol relative.
+unchanged), or with the variant --style names in the input (/kk/host, /kk/device). After
+run 0 and after --steps NVE steps, energy, the global virial, every atom's position and force,
+per-atom energies and per-atom virials must agree to --tol relative.
 """
 
 import argparse
@@ -26,7 +27,7 @@ atom_modify map array
 {comm}
 read_data {data}
 {balance}
-pair_style nvalchemi {model}
+pair_style nvalchemi{style} {model}
 pair_coeff * * Ar Ar
 neighbor 0.3 bin
 neigh_modify every 1 delay 0 check yes
@@ -46,8 +47,10 @@ QUANTITIES = {"positions": slice(1, 4), "forces": slice(4, 7), "atomic_energies"
 
 def run(args, workdir, label, nranks, grid, tiled, threads, data):
     comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
+    # the Kokkos run takes the variant from the suffix switch, or names it (--style)
+    style = args.style if threads else ""
     text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "",
-                        model=getattr(args, f"{args.kind}_model"))
+                        model=getattr(args, f"{args.kind}_model"), style=style)
     steps = [0, args.steps] if args.steps else [0]
     text += snapshot_commands(steps, DUMP_COLUMNS, GLOBALS)
     switches = kokkos_switches(threads) if threads else None
@@ -70,6 +73,8 @@ def main():
     parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
     parser.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank of the /kk run")
     parser.add_argument("--steps", type=int, default=20, help="NVE steps after run 0 (0: run 0 only)")
+    parser.add_argument("--style", choices=("/kk", "/kk/host", "/kk/device"), default="",
+                        help="name this variant in the Kokkos run's input (default: nvalchemi, made /kk by -sf kk)")
     parser.add_argument("--tol", type=float, default=1e-10)
     args = parser.parse_args()
 
@@ -90,7 +95,8 @@ def main():
 
     print("PARITY " + json.dumps({"test": "kokkos", "kind": args.kind, "np": args.np, "grid": args.grid,
                                   "tiled": args.tiled, "box": args.box, "system": args.system,
-                                  "threads": args.threads, "max_relative_difference": check.worst}))
+                                  "threads": args.threads, "style": args.style or "-sf kk",
+                                  "max_relative_difference": check.worst}))
     check.exit_on_failure()
 
 
