@@ -5,6 +5,8 @@
 #   make soak   the soak benchmark alone (bench/soak.py): memory slope and energy drift, 2 ranks
 #   make sanitize  unit tests and a 4-rank run per halo mode under ASan + UBSan (tools/sanitize.sh)
 #   make fuzz   the parsers under libFuzzer for FUZZ_SECONDS each (tools/fuzz.sh)
+#   make cuda-wheel-check  the set-up's path for a CUDA build of torch: configure and link the
+#               plugin against it without nvcc on PATH (tools/cuda-wheel-check.sh; 2.7 GB of wheels)
 #
 # Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
 # instead of the pinned Debian source), KOKKOS_DIR (the CMake package directory of a Kokkos >= 5.1
@@ -18,6 +20,9 @@ KOKKOS_DIR ?= $(BUILD)/kokkos/lib/x86_64-linux-gnu/cmake/Kokkos
 JOBS ?= $(shell nproc)
 PYTHON := $(BUILD)/venv/bin/python
 LMP := $(BUILD)/lammps/lmp
+# CMake arguments for a CUDA build of torch (tools/torch-cuda-toolkit.sh, run by `make deps`;
+# empty for the CPU build), read when a recipe runs
+TORCH_CMAKE_ARGS = $(shell cat $(BUILD)/torch-cmake-args 2>/dev/null)
 
 # ccache keys on paths relative to the checkout, so clones at other paths share the cache
 export CCACHE_BASEDIR := $(CURDIR)
@@ -31,7 +36,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # (OpenMP backend): pair_style nvalchemi/kk, so that one LAMMPS build serves both styles
 LAMMPS_PACKAGES := USER-NVALCHEMI KSPACE PLUGIN KOKKOS
 
-.PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz clean
+.PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz cuda-wheel-check clean
 
 all: nvalchemi
 
@@ -54,7 +59,7 @@ lammps: deps
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DBUILD_MPI=on \
 	  -DCMAKE_CXX_STANDARD=20 -DBUILD_OMP=on -DEXTERNAL_KOKKOS=on -DKokkos_DIR=$(KOKKOS_DIR) \
 	  -DCMAKE_PROJECT_lammps_INCLUDE=$(CURDIR)/cmake/USER-NVALCHEMI.cmake \
-	  -DNVALCHEMI_PYTHON=$(PYTHON) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on) \
+	  -DNVALCHEMI_PYTHON=$(PYTHON) $(TORCH_CMAKE_ARGS) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on) \
 	  -DENABLE_TESTING=on -DGTEST_URL=file://$(GTEST_TARBALL) \
 	  -DGTEST_SHA256=$$(sha256sum $(GTEST_TARBALL) | cut -d' ' -f1)
 	@cmake --build $(BUILD)/lammps -j $(JOBS) --target lmp test_pair_style
@@ -63,7 +68,8 @@ lammps: deps
 nvalchemi: lammps
 	@test -f $(BUILD)/nvalchemi/CMakeCache.txt || cmake -S . -B $(BUILD)/nvalchemi \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-	  -DLAMMPS_SOURCE_DIR=$(LAMMPS_DIR)/src -DLAMMPS_BINARY=$(LMP) -DNVALCHEMI_PYTHON=$(PYTHON)
+	  -DLAMMPS_SOURCE_DIR=$(LAMMPS_DIR)/src -DLAMMPS_BINARY=$(LMP) -DNVALCHEMI_PYTHON=$(PYTHON) \
+	  $(TORCH_CMAKE_ARGS)
 	@cmake --build $(BUILD)/nvalchemi -j $(JOBS)
 
 run: nvalchemi
@@ -87,6 +93,9 @@ sanitize: nvalchemi
 FUZZ_SECONDS ?= 60
 fuzz: nvalchemi
 	tools/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+
+cuda-wheel-check: deps
+	tools/cuda-wheel-check.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)/lammps $(BUILD)/nvalchemi

@@ -19,8 +19,9 @@ How MACE is fitted to the contract:
     to mace-torch, so the versions this override is known to be right for are pinned below;
   * halo deep: the blocks are left as they are and the ghost shell holds every layer's
     receptive field (cutoff x interactions);
-  * a rank that owns no atoms, and has no ghosts, gets zero energies without calling MACE
-    (MACE fails on an empty graph).
+  * every rank runs MACE on its rows plus one padding row without edges (MACE fails on zero
+    rows), so a rank that owns no atoms and has no ghosts makes the same exchange calls, with
+    empty rows, as every other rank (pair_style nvalchemi stops a run whose ranks' calls differ).
 
 mace-torch is needed only here, never by a LAMMPS run. Import order matters with torch >= 2.6:
 mace before e3nn.
@@ -68,13 +69,15 @@ def _import_mace():
 class _RefreshBeforeConvolution:
     """handle_lammps for halo mode layerwise: ghost rows take their owners' features before
     every convolution but the first (the first layer's features are species embeddings, exact
-    on ghosts already)."""
+    on ghosts already). The last row is the wrapper's padding row (MaceContractModel), no atom's:
+    it is not exchanged."""
 
     def handle_lammps(self, node_feats: torch.Tensor, lammps_class: Optional[Any],
                       lammps_natoms: Tuple[int, int], first_layer: bool) -> torch.Tensor:
         if first_layer:
             return node_feats
-        return torch.ops.nvalchemi.refresh_neighbors(node_feats)
+        rows = node_feats.shape[0] - 1
+        return torch.cat([torch.ops.nvalchemi.refresh_neighbors(node_feats[:rows]), node_feats[rows:]])
 
 
 def _exchange_between_layers(model: torch.nn.Module, interaction_base: type) -> int:
@@ -100,28 +103,29 @@ class MaceContractModel(torch.nn.Module):
         edge_vectors = inputs["edge_vectors"]
         atomic_numbers = inputs["atomic_numbers"]
         n = atomic_numbers.shape[0]
-        if n == 0:  # MACE fails on an empty graph
-            return {"atomic_energies": torch.zeros(0, dtype=edge_vectors.dtype,
-                                                   device=edge_vectors.device)}
-        index = self.species_index[atomic_numbers]
+        # one padding row after the atoms' rows, without edges: MACE cannot run on zero rows, and
+        # a rank without atoms must still make every exchange call the other ranks make
+        rows = n + 1
+        index = torch.cat([self.species_index[atomic_numbers],
+                           torch.zeros(1, dtype=torch.int64, device=edge_vectors.device)])
         node_attrs = torch.nn.functional.one_hot(index, self.num_elements).to(edge_vectors.dtype)
         num_edges = edge_vectors.shape[0]
         data: Dict[str, torch.Tensor] = {
-            "positions": torch.zeros((n, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
+            "positions": torch.zeros((rows, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             "node_attrs": node_attrs,
             "edge_index": inputs["neighbor_list"].t(),
             "shifts": edge_vectors,
             "unit_shifts": torch.zeros((num_edges, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             "cell": inputs["cell"],
-            "batch": torch.zeros(n, dtype=torch.int64, device=edge_vectors.device),
-            "ptr": torch.tensor([0, n], dtype=torch.int64, device=edge_vectors.device),
+            "batch": torch.zeros(rows, dtype=torch.int64, device=edge_vectors.device),
+            "ptr": torch.tensor([0, rows], dtype=torch.int64, device=edge_vectors.device),
             "head": self.head,
         }
         out = self.model(data, training=False, compute_force=False, compute_virials=False,
                          compute_stress=False, compute_displacement=False)
         energies = out["node_energy"]
         assert energies is not None
-        return {"atomic_energies": energies.to(edge_vectors.dtype)}
+        return {"atomic_energies": energies[:n].to(edge_vectors.dtype)}
 
 
 def load_mace(path: str) -> torch.nn.Module:
@@ -137,6 +141,10 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
            head: Optional[str] = None, halo: str = "layerwise") -> Dict:
     """Write `model` (a MACE torch.nn.Module, left as it is) to `output`; returns the metadata
     written."""
+    if not output.endswith(".pt"):
+        raise SystemExit(f"mace_export: cannot write {output}: this exporter writes MACE models as "
+                         "TorchScript only (AOTInductor .pt2 is not supported for MACE); name the output "
+                         "file .pt")
     interaction_base, jit, o3 = _import_mace()
     model = copy.deepcopy(model)
     heads = list(getattr(model, "heads", None) or ["Default"])

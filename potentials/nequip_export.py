@@ -1,13 +1,17 @@
 """Export a NequIP or Allegro model (the nequip framework, PyPI nequip and nequip-allegro) to a
 model that pair_style nvalchemi runs.
 
-    python potentials/nequip_export.py in.ckpt|in.nequip.zip -o out.pt|out.pt2
+    python potentials/nequip_export.py in.ckpt|in.nequip.zip -o out.pt|out.pt2 --units metal
                                        [--halo layerwise|deep] [--dtype float64|float32]
                                        [--species H O ...]
 
 The output is TorchScript (.pt) or AOTInductor (.pt2), with the package's metadata
 (doc/Howto_nvalchemi_contract.rst): cutoff = the model's r_max, species = its type names as
-elements (or --species, in type order), units metal. The model returns nequip's per-atom
+elements (or --species, in type order), units = the LAMMPS unit style of the model's training
+data. The nequip framework is unit-agnostic: a model is in whatever units its data were, and its
+checkpoint does not record them, so --units is required (metal for eV and Angstrom, real for
+kcal/mol and Angstrom, ...); a model whose metadata has a "units" entry is exported in those,
+and --units must then agree. The model returns nequip's per-atom
 energies as `atomic_energies`; pair_style nvalchemi takes forces and virial from their gradient.
 
 How the nequip framework is fitted to the contract:
@@ -21,7 +25,8 @@ How the nequip framework is fitted to the contract:
     torch.ops.nvalchemi.refresh_neighbors on the node features. In halo mode deep the no-op
     module stays and the ghost shell holds every layer's receptive field;
   * Allegro is strictly local (one cutoff, no exchange between atoms): halo mode local;
-  * a rank with no atoms gets zero energies without calling the model.
+  * a rank with no atoms runs the model on zero rows, making the same exchange calls as every
+    other rank (pair_style nvalchemi stops a run whose ranks' calls differ).
 
 nequip is needed only here, never by a LAMMPS run. It pins e3nn 0.6, which mace-torch does not
 accept: keep the two exporters in separate environments.
@@ -37,7 +42,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_export import (  # noqa: E402
-    override_method, require_release, save_aoti_model, save_scripted_model, species_index)
+    atomic_number, override_method, require_release, save_aoti_model, save_scripted_model, species_index)
 
 
 # nequip releases whose ghost-exchange module (private to nequip) has the place and meaning the
@@ -79,9 +84,8 @@ class NequipContractModel(torch.nn.Module):
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         edge_vectors = inputs["edge_vectors"]
         neighbor_list = inputs["neighbor_list"]
+        # nequip runs on zero rows: a rank without atoms makes the same exchange calls as the others
         n = inputs["atomic_numbers"].shape[0]
-        if n == 0:
-            return {"atomic_energies": torch.zeros(0, dtype=edge_vectors.dtype, device=edge_vectors.device)}
         data: Dict[str, torch.Tensor] = {
             "pos": torch.zeros((n, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             # nequip: row 0 the centre (the contract's receiver), vectors centre -> neighbour
@@ -100,22 +104,34 @@ def energy_model_of(graph_model: torch.nn.Module) -> torch.nn.Module:
 
 
 def species_of(graph_model: torch.nn.Module, species: Optional[List[str]]) -> List[int]:
-    from ase.data import atomic_numbers
     names = species or list(graph_model.type_names)
     if len(names) != len(graph_model.type_names):
         raise SystemExit(f"nequip_export: the model has {len(graph_model.type_names)} types "
                          f"({' '.join(graph_model.type_names)}); --species names {len(names)}")
-    unknown = [name for name in names if name not in atomic_numbers]
+    unknown = [name for name in names if atomic_number(name) is None]
     if unknown:
         raise SystemExit(f"nequip_export: type names {' '.join(unknown)} are not elements: give --species, "
                          f"one element per type in the model's order ({' '.join(graph_model.type_names)})")
-    return [atomic_numbers[name] for name in names]
+    return [atomic_number(name) for name in names]
 
 
-def export(graph_model: torch.nn.Module, output: str, *, halo: str = "layerwise",
+def units_of(metadata: Dict, units: Optional[str]) -> str:
+    """The LAMMPS unit style to export in: the model's own "units" entry where its metadata has
+    one (and `units`, if given, must agree), else `units`, which is then required."""
+    recorded = metadata.get("units")
+    if recorded and units and recorded != units:
+        raise SystemExit(f"nequip_export: the model records units '{recorded}' but --units says '{units}'")
+    if not (recorded or units):
+        raise SystemExit("nequip_export: the checkpoint does not record the units of its training data: give "
+                         "--units, the LAMMPS unit style they are in (metal for eV and Angstrom, real for "
+                         "kcal/mol and Angstrom)")
+    return recorded or units
+
+
+def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = None, halo: str = "layerwise",
            dtype: Optional[torch.dtype] = None, species: Optional[List[str]] = None) -> Dict:
-    """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt or .pt2);
-    returns the metadata written."""
+    """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt or .pt2) for
+    LAMMPS `units` (units_of); returns the metadata written."""
     import copy
     interaction_block = _import_nequip()
     from e3nn.util.jit import script
@@ -123,6 +139,7 @@ def export(graph_model: torch.nn.Module, output: str, *, halo: str = "layerwise"
         raise SystemExit(f"nequip_export: halo must be layerwise or deep, not '{halo}'")
     numbers = species_of(graph_model, species)
     meta = graph_model.metadata() if callable(graph_model.metadata) else graph_model.metadata
+    units = units_of(meta, units)
     cutoff = float(meta["r_max"])
     dtype = dtype or graph_model.model_dtype
     energy_model = copy.deepcopy(energy_model_of(graph_model)).to(dtype).eval()
@@ -142,7 +159,7 @@ def export(graph_model: torch.nn.Module, output: str, *, halo: str = "layerwise"
             width = max(width, exchange.irreps_in[exchange.field].dim)
         spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers, "exchange_feature_width": width}
     wrapper = NequipContractModel(energy_model, numbers)
-    metadata_args = dict(cutoff=cutoff, species=numbers, units="metal", dtype=dtype, spec=spec)
+    metadata_args = dict(cutoff=cutoff, species=numbers, units=units, dtype=dtype, spec=spec)
     if output.endswith(".pt2"):
         return save_aoti_model(wrapper, output, **metadata_args)
     return save_scripted_model(script(wrapper), output, **metadata_args)
@@ -153,6 +170,9 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="a nequip checkpoint (.ckpt) or package (.nequip.zip)")
     parser.add_argument("-o", "--output", required=True, help=".pt (TorchScript) or .pt2 (AOTInductor)")
+    parser.add_argument("--units", default=None,
+                        help="the LAMMPS unit style of the model's training data (metal: eV, Angstrom); "
+                             "required unless the model's metadata records it")
     parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise",
                         help="for NequIP (message passing); Allegro is always local")
     parser.add_argument("--dtype", choices=("float64", "float32"), default=None,
@@ -166,9 +186,10 @@ def main(argv=None):
     set_global_state()  # as nequip's own tools do before loading a model
     model = load_saved_model(args.model)
     dtype = {"float64": torch.float64, "float32": torch.float32, None: None}[args.dtype]
-    metadata = export(model.eval(), args.output, halo=args.halo, dtype=dtype, species=args.species)
+    metadata = export(model.eval(), args.output, units=args.units, halo=args.halo, dtype=dtype,
+                      species=args.species)
     print(f"nequip_export: wrote {args.output}: cutoff {metadata['cutoff']}, species {metadata['species']}, "
-          f"{metadata['dtype']}, {metadata['spec']}")
+          f"units {metadata['units']}, {metadata['dtype']}, {metadata['spec']}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor
   metadata    the keys and values pair_style nvalchemi requires (doc/Howto_nvalchemi_contract.rst)
   contract    the model takes the contract's inputs and returns one per-atom energy per row,
               none on a rank with no atoms
+  in step     a rank with atoms and ghosts, one with ghosts only and one with neither make the
+              same exchange calls (torch.ops.nvalchemi.*, forward and backward) in the same
+              order: pair_style nvalchemi stops a run whose ranks' calls differ, so a model
+              whose calls depend on its rank's data fails here, before LAMMPS starts
   forces      on a small random periodic cell of the model's species (the whole cell in one
               process, every periodic image an edge): forces from the edge gradients equal
               central finite differences of the energy
@@ -224,6 +228,52 @@ def evaluate(model, rows, row_atom, senders, receivers, edge_vectors, numbers, c
     return float(energies[:n_owned].to(torch.float64).sum()), forces
 
 
+def exchange_calls(model, rows, senders, receivers, numbers, cell, n_owned, dtype, halo, differentiate):
+    """The calls that communicate (nvalchemi_ops.recorded_calls) of one model evaluation on a
+    rank with `rows` ([R, 3] positions; rows [0, n_owned) owned, the others ghosts of atoms on
+    other ranks), forward and, where the package differentiates, backward."""
+    inputs = {"positions": rows.to(dtype), "atomic_numbers": numbers,
+              "neighbor_list": torch.stack([senders, receivers], dim=1),
+              "edge_vectors": (rows[receivers] - rows[senders]).to(dtype), "cell": cell.view(1, 3, 3).to(dtype),
+              "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
+    with nvalchemi_ops.owners(torch.arange(rows.shape[0]), n_owned, owned_rows_complete=halo == "deep"), \
+            nvalchemi_ops.recorded_calls() as calls:
+        if differentiate:
+            model(inputs)
+        else:
+            model.module(inputs)
+    return list(calls)
+
+
+def check_in_step(model, meta: Dict, halo: str, layers: int, atoms: int, seed: int) -> Tuple[bool, str]:
+    """Whether a rank with atoms and ghosts, a rank with ghosts only and a rank with neither make
+    the same exchange calls; (verdict, detail)."""
+    dtype = torch.float64 if meta["dtype"] == "float64" else torch.float32
+    cutoff = float(meta["cutoff"])
+    positions, numbers, cell = random_cell(meta["species"], cutoff, atoms, seed, torch.float64)
+    rows, row_atom, senders, receivers = rank_graph(positions, cell, cutoff, halo, layers)
+    none = torch.zeros(0, dtype=torch.int64)
+    differentiate = model.format == "AOTInductor" or forces_from_node_energies(meta["spec"])
+    ranks = (("a rank with atoms and ghosts", rows, senders, receivers, numbers[row_atom], atoms),
+             ("a rank with ghosts only", rows[atoms:], none, none, numbers[row_atom[atoms:]], 0),
+             ("a rank with no atoms and no ghosts", rows[:0], none, none, none, 0))
+    made = [(name, exchange_calls(model, r, s, t, z, cell, owned, dtype, halo, differentiate))
+            for name, r, s, t, z, owned in ranks]
+
+    def listed(calls):
+        return ", ".join(f"{op}({size})" for op, size in calls) or "none"
+
+    first = made[0][1]
+    for name, calls in made[1:]:
+        if calls != first:
+            return False, (f"{made[0][0]} made {len(first)} exchange call(s) [{listed(first)}], {name} "
+                           f"{len(calls)} [{listed(calls)}]: pair_style nvalchemi would stop the run. Every rank "
+                           "must make the same torch.ops.nvalchemi calls in the same order, with empty rows "
+                           "where it has none: keep the control flow around them independent of the rank's "
+                           "data (no early return for an empty graph)")
+    return True, f"{len(first)} exchange call(s) on every rank, with and without atoms: [{listed(first)}]"
+
+
 def relative(a, b):
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
     scale = float(b.abs().max())
@@ -308,6 +358,10 @@ def main(argv=None):
         return verdict()
     report("contract", True, f"{args.atoms} atoms, {senders.shape[0]} edges: energy {energy:.10g}; "
                              "no atoms: no energies")
+    try:
+        report("in step", *check_in_step(model, meta, halo, layers, args.atoms, args.seed))
+    except Exception as exc:  # noqa: BLE001
+        report("in step", False, f"evaluating the model as one rank failed: {exc}")
 
     if not forces_from_node_energies(meta["spec"]):
         why = ("the spec's forces are not the gradient of owned node energies (the model brings its "

@@ -55,7 +55,32 @@ def save_scripted_model(scripted: torch.jit.ScriptModule, path: str, **metadata_
     metadata."""
     metadata = make_metadata(**metadata_args)
     torch.jit.save(scripted, path, _extra_files={METADATA_FILE: json.dumps(metadata, sort_keys=True)})
+    require_ranks_in_step(path, metadata)
     return metadata
+
+
+def require_ranks_in_step(path: str, metadata: Dict) -> None:
+    """Remove the model just written to `path` and raise ValueError if a rank without atoms
+    would make other exchange calls than a rank with atoms (nvalchemi-check's "in step" check):
+    pair_style nvalchemi stops such a run. A model that cannot be evaluated on the check's small
+    random cell is kept, with a warning to run nvalchemi-check."""
+    import nvalchemi_check  # it imports this module
+    try:
+        halo, layers = nvalchemi_check.halo_and_layers(metadata["spec"], "")
+    except ValueError:  # a spec in the toolkit's layout: the rows of halo mode layerwise
+        halo, layers = "layerwise", 1
+    try:
+        model = nvalchemi_check.LoadedModel(path)
+        in_step, detail = nvalchemi_check.check_in_step(model, metadata, "layerwise" if halo == "gp" else halo,
+                                                        layers, atoms=8, seed=1)
+    except Exception as exc:  # noqa: BLE001  (any failure of the evaluation itself)
+        cause = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]  # a TorchScript trace ends in it
+        print(f"nvalchemi_export: warning: could not check that every rank of {path} makes the same exchange "
+              f"calls ({cause}); run nvalchemi-check {path}", file=sys.stderr)
+        return
+    if not in_step:
+        os.remove(path)
+        raise ValueError(f"{path} not written: {detail}")
 
 
 def save_model(
@@ -186,6 +211,7 @@ def save_aoti_model(
         program, package_path=path,
         inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),
                                                     AOTI_ENERGY_OUTPUT: energy_output}})
+    require_ranks_in_step(path, metadata)
     return metadata
 
 
@@ -235,17 +261,28 @@ def read_metadata(path: str) -> Dict:
     return json.loads(extra[METADATA_FILE])
 
 
+# the chemical elements by atomic number (index 0: none), so that the tools need nothing beyond torch
+ELEMENTS = ("", *"""H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As
+    Se Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er
+    Tm Yb Lu Hf Ta W Re Os Ir Pt Au Hg Tl Pb Bi Po At Rn Fr Ra Ac Th Pa U Np Pu Am Cm Bk Cf Es Fm Md No Lr
+    Rf Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og""".split())
+
+
+def atomic_number(symbol: str) -> Optional[int]:
+    """The atomic number of an element symbol ("O": 8), None for anything else."""
+    return ELEMENTS.index(symbol) if symbol in ELEMENTS[1:] else None
+
+
 def _element_numbers(names: List[str]) -> List[int]:
     """Atomic numbers from symbols or numbers ("H", "O" or "1", "8")."""
-    from ase.data import atomic_numbers  # only for symbols
     numbers = []
     for name in names:
-        if name.isdigit():
+        if name.isdigit() and 1 <= int(name) < len(ELEMENTS):
             numbers.append(int(name))
-        elif name in atomic_numbers:
-            numbers.append(atomic_numbers[name])
+        elif atomic_number(name) is not None:
+            numbers.append(atomic_number(name))
         else:
-            raise SystemExit(f"nvalchemi-export: '{name}' is not a chemical element symbol")
+            raise SystemExit(f"nvalchemi-export: '{name}' is not a chemical element symbol or atomic number")
     return numbers
 
 

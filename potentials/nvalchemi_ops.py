@@ -12,13 +12,17 @@ calls those. Here the ops have two meanings:
   rows [0, n_owned) are owned, every later row is a ghost copy of the owned row `row_owner`
   names, with the package's semantics (nvalchemi-check uses it to run a model as a rank would).
 
+`with recorded_calls() as calls` lists the calls that communicate in LAMMPS, as the ranks must
+agree on them (every rank the same calls in the same order; pair_style nvalchemi stops a run
+where they differ): nvalchemi-check compares a rank with atoms and one without.
+
 Each op is opaque (not decomposed by torch.export or make_fx) and its backward is another op of
 the library, `<op>_backward`, which the package registers in C++ too: an exported (AOTInductor)
 model calls both through the dispatcher by name, so its exchanges run on every rank.
 """
 
 import contextlib
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -47,6 +51,7 @@ class _Owners:
 
 
 _owners: Optional[_Owners] = None
+_calls: Optional[List[Tuple[str, int]]] = None
 
 
 @contextlib.contextmanager
@@ -62,6 +67,31 @@ def owners(row_owner: torch.Tensor, n_owned: int, owned_rows_complete: bool = Fa
         _owners = previous
 
 
+@contextlib.contextmanager
+def recorded_calls():
+    """Within the block, every op call that communicates in LAMMPS (forward and backward ops;
+    system_sum with scope OWNED) is appended to the list yielded, as (op name, size): values per
+    row for the row ops, values summed for the sums, the sizes the ranks agree on in C++."""
+    global _calls
+    previous, _calls = _calls, []
+    try:
+        yield _calls
+    finally:
+        _calls = previous
+
+
+def _record(name: str, size: int) -> None:
+    if _calls is not None:
+        _calls.append((name, int(size)))
+
+
+def _row_width(x: torch.Tensor) -> int:
+    width = 1
+    for extent in x.shape[1:]:
+        width *= extent
+    return width
+
+
 def _sum_into_owners(x: torch.Tensor, o: _Owners) -> torch.Tensor:
     """Owned rows: their own value plus their ghosts'; ghost rows: zero."""
     summed = torch.zeros_like(x).index_add(0, o.row_owner, x)
@@ -70,14 +100,16 @@ def _sum_into_owners(x: torch.Tensor, o: _Owners) -> torch.Tensor:
 
 
 def _refresh(x):
+    _record("refresh_neighbors", _row_width(x))
     return x.clone() if _owners is None else x[_owners.row_owner]
 
 
 def _refresh_backward(grad):
+    _record("refresh_neighbors_backward", _row_width(grad))
     return grad.clone() if _owners is None else _sum_into_owners(grad, _owners)
 
 
-def _scatter(x):
+def _scatter_rows(x):
     if _owners is None:
         return x.clone()
     if _owners.owned_rows_complete:
@@ -85,18 +117,28 @@ def _scatter(x):
     return _sum_into_owners(x, _owners)[_owners.row_owner]
 
 
+def _scatter(x):
+    _record("scatter_to_owners", _row_width(x))
+    return _scatter_rows(x)
+
+
 def _scatter_backward(grad):
+    _record("scatter_to_owners_backward", _row_width(grad))
     if _owners is not None and _owners.owned_rows_complete:
-        return _refresh_backward(grad)
-    return _scatter(grad)  # sum-then-refresh is its own adjoint
+        return _sum_into_owners(grad, _owners)
+    return _scatter_rows(grad)  # sum-then-refresh is its own adjoint
 
 
 def _system_sum(values, scope):
+    if scope == SCOPE_OWNED:
+        _record("system_sum", _row_width(values))
     owned = values.shape[0] if _owners is None else _owners.n_owned
     return values[:owned].sum(0)
 
 
 def _system_sum_backward(grad, values, scope):
+    if scope == SCOPE_OWNED:
+        _record("system_sum_backward", grad.numel())
     owned = values.shape[0] if _owners is None else _owners.n_owned
     result = torch.zeros_like(values)
     result[:owned] = grad
@@ -104,7 +146,13 @@ def _system_sum_backward(grad, values, scope):
 
 
 def _rank_sum(x):
+    _record("rank_sum", x.numel())
     return x.clone()  # one process, or one emulated rank: its own part is the sum
+
+
+def _rank_sum_backward(grad):
+    _record("rank_sum_backward", grad.numel())
+    return grad.clone()
 
 
 def _define():
@@ -115,11 +163,12 @@ def _define():
         pass
     lib = torch.library.Library("nvalchemi", "DEF")
     for schema in SCHEMAS:
-        lib.define(schema)
+        # ops with effects (communication): TorchScript must keep every call in the model's order
+        lib.define(schema, alias_analysis="CONSERVATIVE")
     kernels = {"refresh_neighbors": _refresh, "refresh_neighbors_backward": _refresh_backward,
                "scatter_to_owners": _scatter, "scatter_to_owners_backward": _scatter_backward,
                "system_sum": _system_sum, "system_sum_backward": _system_sum_backward,
-               "rank_sum": _rank_sum, "rank_sum_backward": _rank_sum}
+               "rank_sum": _rank_sum, "rank_sum_backward": _rank_sum_backward}
     for name, kernel in kernels.items():
         # explicit: tracing keeps the op as one node instead of decomposing it
         lib.impl(name, kernel, "CompositeExplicitAutograd")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the build needs and is missing: Debian packages, the pinned LAMMPS source tarball
-# (verified by checksum) and a Python virtual environment with the PyTorch 2.13 CPU wheel, whose
-# LibTorch the package links. Idempotent: a second run checks and returns in about a second.
+# (verified by checksum) and a Python virtual environment with PyTorch 2.13, whose LibTorch the
+# package links (the CPU build where pip serves it, as here; with a CUDA build,
+# tools/torch-cuda-toolkit.sh finds or installs the nvcc CMake needs and writes the CMake
+# arguments to <build-dir>/torch-cmake-args). Idempotent: a second run checks and returns in about a second.
 #
 # usage: tools/install-deps.sh <build-dir>
 set -euo pipefail
@@ -77,6 +79,9 @@ if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split(
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version" numpy
 fi
+# pip may have given the CUDA build of torch (the default on most Linux machines; this project's
+# machines are served the CPU build): then CMake needs the CUDA toolkit it was built with
+"$(dirname "$0")/torch-cuda-toolkit.sh" "$venv/bin/python" "$build_dir/torch-cmake-args"
 # ASE reads the extended-XYZ snapshots of fix nvalchemi/dd in the tests (an oracle, never a
 # requirement of the package)
 ase_version=3.26.0

@@ -2,7 +2,9 @@
 # Installs the model export tools (potentials/, the nvalchemi-lammps Python package) with their
 # optional dependencies into virtual environments of their own under the build directory, for
 # the export tests: venv-mace (mace-torch and the e3nn 0.4 it pins) and venv-nequip (nequip,
-# nequip-allegro and their e3nn 0.6). Never needed by a LAMMPS run.
+# nequip-allegro and their e3nn 0.6); and venv-torch-only, PyTorch and nothing else, into which
+# the test unittest/export/torch_only.py installs the tools as a user would. Never needed by a
+# LAMMPS run.
 # Idempotent: a second run compares a stamp and returns at once.
 #
 # usage: tools/install-export-venvs.sh <build-dir>
@@ -37,3 +39,12 @@ install() {
 
 install venv-mace mace "${mace_pins[@]}"
 install venv-nequip nequip "${nequip_pins[@]}"
+
+venv="$build_dir/venv-torch-only"
+if [ ! -f "$venv/.nvalchemi-stamp" ] || [ "$(cat "$venv/.nvalchemi-stamp")" != "torch==$torch_version" ]; then
+  echo "install-export-venvs: creating $venv (torch only)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version"
+  echo "torch==$torch_version" > "$venv/.nvalchemi-stamp"
+fi

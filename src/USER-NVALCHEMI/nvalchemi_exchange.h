@@ -8,15 +8,51 @@
 #ifndef LMP_NVALCHEMI_EXCHANGE_H
 #define LMP_NVALCHEMI_EXCHANGE_H
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  // What a rank does at one point of a model evaluation, as the ranks agree on it: an exchange
+  // op (forward or backward) that communicates, or return from the model.
+  enum class ExchangeCall : int64_t {
+    RETURNED = 0,
+    REFRESH_NEIGHBORS,
+    REFRESH_NEIGHBORS_BACKWARD,
+    SCATTER_TO_OWNERS,
+    SCATTER_TO_OWNERS_BACKWARD,
+    SYSTEM_SUM,
+    SYSTEM_SUM_BACKWARD,
+    RANK_SUM,
+    RANK_SUM_BACKWARD
+  };
+  // "refresh_neighbors", ..., "return from the model"
+  const char *to_string(ExchangeCall call);
+
+  // Where one rank stood when the ranks' exchange calls were compared.
+  struct CallPoint {
+    int64_t calls = 0;    // exchange calls this rank had made in the evaluation before
+    ExchangeCall call = ExchangeCall::RETURNED;
+    int64_t size = 0;    // values per row (row ops) or values summed (sums)
+    // "exchange call 3 (refresh_neighbors, 16 values per row)" or "returned after 2 calls"
+    std::string str() const;
+  };
+
+  // Thrown on every rank at once when the ranks' exchange calls differ.
+  class ExchangeMismatch : public std::runtime_error {
+   public:
+    using std::runtime_error::runtime_error;
+  };
+
   // Rows are the model's atom rows: owned rows [0, num_owned()), then ghost rows up to
   // num_rows(). All data is row-major with `width` values per row, in double precision.
-  // Every call is collective: all ranks make the same calls in the same order.
+  // Every call is collective: all ranks make the same calls in the same order, which agree()
+  // checks before each one, so that a model whose calls depend on a rank's data stops with an
+  // error on every rank instead of leaving some waiting for a call that never comes.
   class Exchanger {
    public:
     virtual ~Exchanger() = default;
@@ -28,11 +64,31 @@ namespace NVAlchemi {
     virtual void sum_into_owners(double *rows, int width) = 0;
     // element-wise sum over all ranks, in place
     virtual void sum_over_ranks(double *values, int n) = 0;
+    // element-wise minimum and maximum over all ranks of `values` [n]
+    virtual void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                                  int n) = 0;
     // Whether every edge touching an owned row is on this rank (halo mode deep, where ghost
     // receivers have edges too): then a quantity summed over edges is already complete on the
     // owned rows, and scatter_to_owners only refreshes the ghost rows (the toolkit's
     // refresh-only fold). Otherwise ghost rows hold partials owed to their owners.
     virtual bool owned_rows_complete() const { return false; }
+
+    // The agreement of the ranks' calls, one evaluation (forward and backward) at a time.
+    // start_evaluation() before the model runs; agree() before every exchange that
+    // communicates and once with RETURNED after the model returned, on every rank. Collective:
+    // one all-reduce of three integers. When the ranks are not all at the same call of the
+    // same size it throws ExchangeMismatch on every rank, leaving mismatched() true; point() is
+    // where this rank stood at its last agreement.
+    void start_evaluation();
+    void agree(ExchangeCall call, int64_t size);
+    bool mismatched() const { return disagreed; }
+    const CallPoint &point() const { return here; }
+    int64_t calls_made() const { return made; }    // agreed calls in this evaluation
+
+   private:
+    CallPoint here;
+    int64_t made = 0;
+    bool disagreed = false;
   };
 
   // An exchanger that measures itself for the pair style's step summary; the pair style resets
@@ -64,6 +120,12 @@ namespace NVAlchemi {
     void refresh(double *, int) override {}
     void sum_into_owners(double *, int) override {}
     void sum_over_ranks(double *, int) override {}
+    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                          int n) override
+    {
+      std::copy_n(values, n, lowest);
+      std::copy_n(values, n, highest);
+    }
 
    private:
     int64_t rows;
@@ -72,12 +134,6 @@ namespace NVAlchemi {
   // Sets the exchanger the ops use while a model runs (nullptr: none, outside a model call).
   // ModelRunner::evaluate installs it for the duration of one forward and backward pass.
   void set_current_exchanger(Exchanger *exchanger);
-
-  // Names of the exchange ops, as a model calls them: torch.ops.nvalchemi.<name>.
-  static constexpr const char *OP_REFRESH_NEIGHBORS = "refresh_neighbors";
-  static constexpr const char *OP_SCATTER_TO_OWNERS = "scatter_to_owners";
-  static constexpr const char *OP_SYSTEM_SUM = "system_sum";
-  static constexpr const char *OP_RANK_SUM = "rank_sum";
 
   // system_sum scopes: OWNED sums over all ranks (replicated result), LOCAL this rank's part
   static constexpr int64_t SCOPE_LOCAL = 0;

@@ -22,6 +22,24 @@ namespace NVAlchemi {
     constexpr int GATHERED = 5;
   }    // namespace
 
+  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n)
+  {
+    // the maximum as the minimum of the negated values, in one all-reduce without allocation
+    if (n > MAX_RANGE_VALUES)
+      throw std::invalid_argument("mpi_range: at most " + std::to_string(MAX_RANGE_VALUES) +
+                                  " values");
+    int64_t both[2 * MAX_RANGE_VALUES];
+    for (int k = 0; k < n; ++k) {
+      both[k] = values[k];
+      both[n + k] = -values[k];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, both, 2 * n, MPI_INT64_T, MPI_MIN, comm);
+    for (int k = 0; k < n; ++k) {
+      lowest[k] = both[k];
+      highest[k] = -both[n + k];
+    }
+  }
+
   GraphPartition::GraphPartition(MPI_Comm world) : world(world), me(0), nprocs(1)
   {
     MPI_Comm_rank(world, &me);
@@ -137,6 +155,13 @@ namespace NVAlchemi {
   {
     Timed timed(*this);
     MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, world);
+  }
+
+  void GraphPartition::range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                                        int n)
+  {
+    Timed timed(*this);
+    mpi_range(world, values, lowest, highest, n);
   }
 
   void GraphPartition::to_halo_rows(const MLIPSpec &spec, const Graph &halo,

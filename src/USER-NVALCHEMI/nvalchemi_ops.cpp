@@ -1,8 +1,9 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI: the exchange ops torch.ops.nvalchemi.{refresh_neighbors,
-   scatter_to_owners, system_sum}, their autograd and their backward ops
-   (<op>_backward), on top of the current Exchanger (LibTorch translation
-   unit; no LAMMPS). The schemas match potentials/nvalchemi_ops.py.
+   scatter_to_owners, system_sum, rank_sum}, their autograd and their
+   backward ops (<op>_backward), on top of the current Exchanger, which
+   agrees each communicating call with the other ranks first (LibTorch
+   translation unit; no LAMMPS). The schemas match potentials/nvalchemi_ops.py.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_ops.h"
@@ -41,18 +42,19 @@ namespace NVAlchemi {
     torch::Tensor like(const torch::Tensor &buffer, const torch::Tensor &x)
     { return buffer.to(x.device(), x.scalar_type()); }
 
-    // `x` [rows, ...] as a double buffer of `width` values per row, transformed by `fn`, back
-    // where x lives in x's dtype
-    template <typename F> torch::Tensor on_rows(const torch::Tensor &x, const char *op, F &&fn)
+    // `x` [rows, ...] as a double buffer of `width` values per row, transformed by `fn` once every
+    // rank has come to the same call, back where x lives in x's dtype
+    template <typename F> torch::Tensor on_rows(const torch::Tensor &x, ExchangeCall call, F &&fn)
     {
-      Exchanger &ex = exchanger(op);
+      Exchanger &ex = exchanger(to_string(call));
       if (x.dim() < 1 || x.size(0) != ex.num_rows())
-        throw std::runtime_error(std::string("torch.ops.nvalchemi.") + op +
+        throw std::runtime_error(std::string("torch.ops.nvalchemi.") + to_string(call) +
                                  " expects one row per atom (" + std::to_string(ex.num_rows()) +
                                  "), got a tensor of " + std::to_string(x.dim() ? x.size(0) : 0) +
                                  " rows");
       int64_t width = 1;
       for (int64_t d = 1; d < x.dim(); ++d) width *= x.size(d);
+      ex.agree(call, width);
       auto buffer = host_buffer(x).contiguous();
       fn(ex, buffer.data_ptr<double>(), static_cast<int>(width));
       return like(buffer, x);
@@ -72,12 +74,12 @@ namespace NVAlchemi {
     // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
     torch::Tensor refresh_rows(const torch::Tensor &x)
     {
-      return on_rows(x, OP_REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
+      return on_rows(x, ExchangeCall::REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
         ex.refresh(rows, width);
       });
     }
     torch::Tensor refresh_rows_adjoint(const torch::Tensor &grad)
-    { return on_rows(grad, OP_REFRESH_NEIGHBORS, owners_take_ghost_gradients); }
+    { return on_rows(grad, ExchangeCall::REFRESH_NEIGHBORS_BACKWARD, owners_take_ghost_gradients); }
 
     // Every row gets the complete sum: ghost-row partials summed into their owners, then every
     // ghost row refreshed, an operation that is its own adjoint. Where the owned rows are
@@ -97,34 +99,38 @@ namespace NVAlchemi {
     }
 
     torch::Tensor scatter_rows(const torch::Tensor &x)
-    { return on_rows(x, OP_SCATTER_TO_OWNERS, scatter_then_refresh); }
+    { return on_rows(x, ExchangeCall::SCATTER_TO_OWNERS, scatter_then_refresh); }
     torch::Tensor scatter_rows_adjoint(const torch::Tensor &grad)
-    { return on_rows(grad, OP_SCATTER_TO_OWNERS, scatter_adjoint); }
+    { return on_rows(grad, ExchangeCall::SCATTER_TO_OWNERS_BACKWARD, scatter_adjoint); }
 
-    torch::Tensor sum_over_ranks(const torch::Tensor &x, const char *op)
+    torch::Tensor sum_over_ranks(const torch::Tensor &x, ExchangeCall call)
     {
+      Exchanger &ex = exchanger(to_string(call));
+      ex.agree(call, x.numel());
       auto buffer = host_buffer(x).contiguous();
-      exchanger(op).sum_over_ranks(buffer.data_ptr<double>(), static_cast<int>(buffer.numel()));
+      ex.sum_over_ranks(buffer.data_ptr<double>(), static_cast<int>(buffer.numel()));
       return like(buffer, x);
     }
 
-    void check_system_sum(const torch::Tensor &values, int64_t scope)
+    // the exchanger, once `values` and `scope` are what system_sum takes
+    Exchanger &check_system_sum(const torch::Tensor &values, int64_t scope)
     {
-      Exchanger &ex = exchanger(OP_SYSTEM_SUM);
+      Exchanger &ex = exchanger(to_string(ExchangeCall::SYSTEM_SUM));
       if (values.dim() < 1 || values.size(0) != ex.num_rows())
         throw std::runtime_error("torch.ops.nvalchemi.system_sum expects one row per atom (" +
                                  std::to_string(ex.num_rows()) + ")");
       if (scope != SCOPE_LOCAL && scope != SCOPE_OWNED)
         throw std::runtime_error(
             "torch.ops.nvalchemi.system_sum: scope must be 0 (LOCAL) or 1 (OWNED)");
+      return ex;
     }
 
     // sum over owned rows; scope OWNED also over ranks (every rank gets the total)
     torch::Tensor sum_owned_rows(const torch::Tensor &values, int64_t scope)
     {
-      check_system_sum(values, scope);
-      auto local = values.detach().narrow(0, 0, exchanger(OP_SYSTEM_SUM).num_owned()).sum(0);
-      return scope == SCOPE_OWNED ? sum_over_ranks(local, OP_SYSTEM_SUM) : local;
+      const int64_t owned = check_system_sum(values, scope).num_owned();
+      auto local = values.detach().narrow(0, 0, owned).sum(0);
+      return scope == SCOPE_OWNED ? sum_over_ranks(local, ExchangeCall::SYSTEM_SUM) : local;
     }
 
     // each owned row of `values` receives the gradient of the sum, all-reduced for OWNED because
@@ -132,9 +138,8 @@ namespace NVAlchemi {
     torch::Tensor sum_owned_rows_adjoint(const torch::Tensor &grad, const torch::Tensor &values,
                                          int64_t scope)
     {
-      check_system_sum(values, scope);
-      const int64_t owned = exchanger(OP_SYSTEM_SUM).num_owned();
-      auto g = scope == SCOPE_OWNED ? sum_over_ranks(grad, OP_SYSTEM_SUM) : grad;
+      const int64_t owned = check_system_sum(values, scope).num_owned();
+      auto g = scope == SCOPE_OWNED ? sum_over_ranks(grad, ExchangeCall::SYSTEM_SUM_BACKWARD) : grad;
       auto result = torch::zeros(values.sizes(), g.options());
       result.narrow(0, 0, owned).copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, owned)));
       return result;
@@ -143,7 +148,9 @@ namespace NVAlchemi {
     // a tensor summed over ranks; its adjoint is the same all-reduce (every rank's share of the
     // energy depends on the replicated sum)
     torch::Tensor sum_tensor_over_ranks(const torch::Tensor &x)
-    { return sum_over_ranks(x, OP_RANK_SUM); }
+    { return sum_over_ranks(x, ExchangeCall::RANK_SUM); }
+    torch::Tensor sum_tensor_over_ranks_adjoint(const torch::Tensor &grad)
+    { return sum_over_ranks(grad, ExchangeCall::RANK_SUM_BACKWARD); }
 
     // Each op's backward is the kernel of its `<op>_backward` op, which is registered too: an
     // AOTInductor program holds the backward pass and calls those ops by name.
@@ -178,7 +185,7 @@ namespace NVAlchemi {
       static torch::Tensor forward(AutogradContext *, torch::Tensor x)
       { return sum_tensor_over_ranks(x); }
       static variable_list backward(AutogradContext *, variable_list grad)
-      { return {sum_tensor_over_ranks(grad[0])}; }
+      { return {sum_tensor_over_ranks_adjoint(grad[0])}; }
     };
 
     torch::Tensor refresh_neighbors(const torch::Tensor &x)
@@ -202,15 +209,22 @@ namespace NVAlchemi {
       if (c10::Dispatcher::singleton().findSchema({"nvalchemi::refresh_neighbors", ""})) return;
       static torch::Library library(torch::Library::DEF, "nvalchemi", std::nullopt, __FILE__,
                                     __LINE__);
-      library.def("refresh_neighbors(Tensor x) -> Tensor", refresh_neighbors);
-      library.def("refresh_neighbors_backward(Tensor grad) -> Tensor", refresh_rows_adjoint);
-      library.def("scatter_to_owners(Tensor x) -> Tensor", scatter_to_owners);
-      library.def("scatter_to_owners_backward(Tensor grad) -> Tensor", scatter_rows_adjoint);
-      library.def("system_sum(Tensor values, int scope) -> Tensor", system_sum);
-      library.def("system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
-                  sum_owned_rows_adjoint);
-      library.def("rank_sum(Tensor x) -> Tensor", rank_sum);
-      library.def("rank_sum_backward(Tensor grad) -> Tensor", sum_tensor_over_ranks);
+      // Communicating ops have effects beyond their values: TorchScript's optimizer must keep
+      // every call, in the order the model makes them, on every rank. As pure functions
+      // (FROM_SCHEMA) it may move a call past an independent one in the graph it optimizes after
+      // the first evaluation, and ranks would then call them in different orders.
+      const auto def = [](const char *schema, auto fn) {
+        library.def(torch::schema(schema, c10::AliasAnalysisKind::CONSERVATIVE), fn);
+      };
+      def("refresh_neighbors(Tensor x) -> Tensor", refresh_neighbors);
+      def("refresh_neighbors_backward(Tensor grad) -> Tensor", refresh_rows_adjoint);
+      def("scatter_to_owners(Tensor x) -> Tensor", scatter_to_owners);
+      def("scatter_to_owners_backward(Tensor grad) -> Tensor", scatter_rows_adjoint);
+      def("system_sum(Tensor values, int scope) -> Tensor", system_sum);
+      def("system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
+          sum_owned_rows_adjoint);
+      def("rank_sum(Tensor x) -> Tensor", rank_sum);
+      def("rank_sum_backward(Tensor grad) -> Tensor", sum_tensor_over_ranks_adjoint);
     });
   }
 

@@ -41,5 +41,12 @@ namespace NVAlchemi {
     comm.sum_over_ranks(values, n);
   }
 
+  void RowExchange::range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                                     int n)
+  {
+    Timed timed(*this);
+    comm.range_over_ranks(values, lowest, highest, n);
+  }
+
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

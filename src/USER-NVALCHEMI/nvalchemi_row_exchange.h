@@ -11,6 +11,7 @@
 #include "nvalchemi_exchange.h"
 #include "nvalchemi_graph.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -28,6 +29,9 @@ namespace NVAlchemi {
     virtual void reverse(double *values, int width) = 0;
     // element-wise sum over all ranks, in place
     virtual void sum_over_ranks(double *values, int n) = 0;
+    // element-wise minimum and maximum over all ranks
+    virtual void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                                  int n) = 0;
   };
 
   class RowExchange : public MeasuredExchanger {
@@ -42,6 +46,8 @@ namespace NVAlchemi {
     void refresh(double *rows, int width) override;
     void sum_into_owners(double *rows, int width) override;
     void sum_over_ranks(double *values, int n) override;
+    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                          int n) override;
     bool owned_rows_complete() const override { return complete; }
 
    private:

@@ -67,6 +67,9 @@ struct PairNVAlchemi::AtomCommunication : public NVAlchemi::AtomComm {
   void reverse(double *values, int width) override { pair->reverse_sum(values, width); }
   void sum_over_ranks(double *values, int n) override
   { MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, pair->world); }
+  void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                        int n) override
+  { NVAlchemi::mpi_range(pair->world, values, lowest, highest, n); }
   PairNVAlchemi *pair;
 };
 
@@ -457,14 +460,18 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 
   s.exchange->seconds = 0.0;
   s.exchange->refreshes = 0;
+  s.exchange->start_evaluation();
   const double model_start = platform::walltime();
   try {
     s.model->evaluate(model_graph, NVAlchemi::box_cell(domain), s.share, s.exchange.get(),
                       s.outputs);
+    s.exchange->agree(NVAlchemi::ExchangeCall::RETURNED, 0);
   } catch (std::exception &e) {
-    error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
-               s.model_file, update->ntimestep, e.what());
+    if (!s.exchange->mismatched())
+      error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
+                 s.model_file, update->ntimestep, e.what());
   }
+  if (s.exchange->mismatched()) stop_on_exchange_mismatch();
   // the consolidation reads rows of this rank's atoms
   if (s.partition) s.partition->to_halo_rows(s.spec, s.graph, s.outputs);
   const double model_seconds = platform::walltime() - model_start;
@@ -556,6 +563,44 @@ void PairNVAlchemi::pad_to_capacity(NVAlchemi::Graph &graph)
   s.row_capacity = rows;
   s.edge_capacity = edges;
   NVAlchemi::pad_graph(graph, rows, edges, cutoff);
+}
+
+/* ----------------------------------------------------------------------
+   the ranks' exchange calls differed (every rank knows it at the same
+   call): stop every rank with where each one stood (collective)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::stop_on_exchange_mismatch()
+{
+  const NVAlchemi::CallPoint &here = state->exchange->point();
+  const int64_t mine[3] = {here.calls, static_cast<int64_t>(here.call), here.size};
+  std::vector<int64_t> all(3 * static_cast<size_t>(comm->nprocs));
+  MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, world);
+  // ranks grouped by where they stood, groups in the order of their first rank
+  std::map<std::vector<int64_t>, size_t> group_of;
+  std::vector<std::pair<NVAlchemi::CallPoint, std::vector<int>>> groups;
+  for (int p = 0; p < comm->nprocs; ++p) {
+    const std::vector<int64_t> key(&all[3 * p], &all[3 * p + 3]);
+    if (!group_of.count(key)) {
+      group_of[key] = groups.size();
+      groups.push_back({{key[0], static_cast<NVAlchemi::ExchangeCall>(key[1]), key[2]}, {}});
+    }
+    groups[group_of[key]].second.push_back(p);
+  }
+  std::string where;
+  for (const auto &[point, ranks] : groups) {
+    std::string list = std::to_string(ranks.front());
+    for (size_t k = 1; k < std::min<size_t>(ranks.size(), 8); ++k)
+      list += " " + std::to_string(ranks[k]);
+    if (ranks.size() > 8) list += fmt::format(" and {} more", ranks.size() - 8);
+    where += fmt::format("; rank{} {}: {}", ranks.size() > 1 ? "s" : "", list, point.str());
+  }
+  error->all(FLERR, Error::NOLASTLINE,
+             "Model {} made different exchange calls on different ranks on step {}{}. Every rank "
+             "must make the same torch.ops.nvalchemi calls in the same order, a rank without "
+             "atoms too (with empty rows): the model's control flow around these calls depends "
+             "on the rank's data. Check the model with nvalchemi-check",
+             state->model_file, update->ntimestep, where);
 }
 
 /* ----------------------------------------------------------------------

@@ -100,6 +100,7 @@ class PairNVAlchemi : public Pair {
   const NVAlchemi::OutputSpec &requested_output(const char *name, bool peratom);
   NVAlchemi::Graph &partition_graph();
   void pad_to_capacity(NVAlchemi::Graph &);
+  void stop_on_exchange_mismatch();
   void check_exchange_calls();
   void report_narrow_comm();
   void tally_energy();

@@ -10,6 +10,7 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_consolidate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_drift.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_exchange.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_extxyz.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_gather.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp

@@ -38,6 +38,12 @@ class FoldedExchange : public Exchanger {
   {
     for (int k = 0; k < n; ++k) values[k] *= 3.0;    // three ranks holding the same value
   }
+  void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                        int n) override
+  {    // ranks in step
+    std::copy_n(values, n, lowest);
+    std::copy_n(values, n, highest);
+  }
   bool owned_rows_complete() const override { return complete; }
   bool complete;
 };
@@ -138,5 +144,63 @@ TEST(ExchangeOps, OutsideAModelEvaluationTheyAreAnError)
                                          "evaluation"),
               std::string::npos)
         << e.what();
+  }
+}
+
+namespace {
+// FoldedExchange whose other "ranks" have made one exchange call more than this one, and which
+// counts what it communicates
+class BehindExchange : public FoldedExchange {
+ public:
+  BehindExchange() : FoldedExchange(false) {}
+  void refresh(double *rows, int width) override
+  {
+    ++communications;
+    FoldedExchange::refresh(rows, width);
+  }
+  void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
+                        int n) override
+  {
+    FoldedExchange::range_over_ranks(values, lowest, highest, n);
+    highest[0] = values[0] + 1;
+  }
+  int communications = 0;
+};
+}    // namespace
+
+TEST(ExchangeOps, RanksAgreeOnEveryCallThatCommunicates)
+{
+  FoldedExchange ex(false);
+  ExchangeScope scope(&ex);
+  ex.start_evaluation();
+  forward_and_adjoint("refresh_neighbors", X, V);
+  const auto op = exchange_op("system_sum").typed<at::Tensor(const at::Tensor &, int64_t)>();
+  op.call(X, SCOPE_LOCAL);    // no communication, no agreement
+  op.call(X, SCOPE_OWNED);
+  EXPECT_EQ(ex.calls_made(), 3);    // refresh, its backward, the OWNED sum
+  EXPECT_EQ(ex.point().str(), "exchange call 3 (system_sum, 2 values)");
+  ex.agree(ExchangeCall::RETURNED, 0);
+  EXPECT_FALSE(ex.mismatched());
+  EXPECT_EQ(ex.point().str(), "returned from the model after 3 exchange call(s)");
+  ex.start_evaluation();
+  EXPECT_EQ(ex.calls_made(), 0);
+}
+
+TEST(ExchangeOps, RanksThatDisagreeStopBeforeCommunicating)
+{
+  BehindExchange ex;
+  ExchangeScope scope(&ex);
+  ex.start_evaluation();
+  EXPECT_THROW(call("refresh_neighbors", X), std::exception);
+  EXPECT_TRUE(ex.mismatched());
+  EXPECT_EQ(ex.communications, 0);
+  EXPECT_EQ(ex.point().str(), "exchange call 1 (refresh_neighbors, 2 values per row)");
+  try {
+    ex.start_evaluation();
+    ex.agree(ExchangeCall::RETURNED, 0);
+    FAIL() << "ranks that disagree on returning from the model passed";
+  } catch (const ExchangeMismatch &e) {
+    EXPECT_EQ(std::string(e.what()), "the ranks made different exchange calls; this rank: returned "
+                                     "from the model after 0 exchange call(s)");
   }
 }

@@ -1,7 +1,8 @@
 """A tiny random MACE model (mace-torch; 2 interactions, H and O, r_max 3 A, fixed seed) saved as
 mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (potentials/mace_export.py, installed with the nvalchemi-lammps package
-next to this Python): halo layerwise and deep, float64 and float32.
+next to this Python): halo layerwise and deep, float64 and float32; an output named .pt2 is
+refused.
 
     python unittest/export/mace_models.py <output dir>
 """
@@ -47,6 +48,11 @@ def main(outdir: str) -> None:
         for dtype in ("float64", "float32"):
             subprocess.run([export, source, "-o", os.path.join(outdir, f"tiny_{halo}_{dtype}.pt"),
                             "--halo", halo, "--dtype", dtype], check=True)
+    # the exporter writes TorchScript only: a .pt2 name is refused, nothing written
+    pt2 = os.path.join(outdir, "tiny.pt2")
+    proc = subprocess.run([export, source, "-o", pt2], capture_output=True, text=True)
+    if proc.returncode == 0 or "TorchScript only" not in proc.stderr or os.path.exists(pt2):
+        sys.exit(f"FAIL: nvalchemi-mace-export -o {pt2} was not refused with a message:\n{proc.stderr[-2000:]}")
 
 
 if __name__ == "__main__":

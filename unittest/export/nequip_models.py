@@ -3,7 +3,8 @@ a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle
 their exports by nequip_export (potentials/nequip_export.py): NequIP in halo modes layerwise and
 deep as TorchScript, layerwise also as AOTInductor; Allegro as TorchScript. And the path a user
 takes: nequip-train on nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which
-the nvalchemi-nequip-export command exports (trained_cu.pt).
+the nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
+recording them).
 
     python unittest/export/nequip_models.py <output dir>
 """
@@ -40,18 +41,22 @@ def main(outdir: str) -> None:
     models = tiny_models()
     for name, model in models.items():
         torch.save(model, os.path.join(outdir, f"{name}.model"))
-    nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_layerwise.pt"), halo="layerwise")
-    nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_deep.pt"), halo="deep")
-    nequip_export.export(models["nequip"], os.path.join(outdir, "nequip_layerwise.pt2"), halo="layerwise")
-    nequip_export.export(models["allegro"], os.path.join(outdir, "allegro.pt"))
+    for name, file, halo in (("nequip", "nequip_layerwise.pt", "layerwise"), ("nequip", "nequip_deep.pt", "deep"),
+                             ("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegro.pt", "layerwise")):
+        nequip_export.export(models[name], os.path.join(outdir, file), units="metal", halo=halo)
 
     bin_dir = os.path.dirname(sys.executable)
     here = os.path.dirname(os.path.abspath(__file__))
     train_dir = os.path.join(outdir, "train")
     subprocess.run([os.path.join(bin_dir, "nequip-train"), "-cp", here, "-cn", "nequip_train.yaml",
                     f"hydra.run.dir={train_dir}"], check=True)
-    subprocess.run([os.path.join(bin_dir, "nvalchemi-nequip-export"), os.path.join(train_dir, "last.ckpt"),
-                    "-o", os.path.join(outdir, "trained_cu.pt")], check=True)
+    command = [os.path.join(bin_dir, "nvalchemi-nequip-export"), os.path.join(train_dir, "last.ckpt"),
+               "-o", os.path.join(outdir, "trained_cu.pt")]
+    # the checkpoint does not record its units: the export must ask for them, not assume metal
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode == 0 or "give --units" not in proc.stderr:
+        sys.exit(f"FAIL: nvalchemi-nequip-export without --units did not stop with a message:\n{proc.stderr[-2000:]}")
+    subprocess.run(command + ["--units", "metal"], check=True)
 
 
 if __name__ == "__main__":

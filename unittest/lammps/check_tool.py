@@ -1,8 +1,8 @@
 """nvalchemi-check (potentials/nvalchemi_check.py) gives the right verdict: models that run
 correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
-built for halo mode deep checked as layerwise, a model that fails on a rank without atoms and
-a model without metadata fail, each naming
-the failing check; a model with its own forces gets its checks skipped, not passed. With
+built for halo mode deep checked as layerwise, a model that fails on a rank without atoms, a
+model that skips its exchange call on a rank without atoms (which save_model refuses to write)
+and a model without metadata fail, each naming the failing check; a model with its own forces gets its checks skipped, not passed. With
 --export, the generic export command (nvalchemi-export) writes the SchNet reference model in
 both formats from its source, and both pass.
 
@@ -13,6 +13,7 @@ both formats from its source, and both pass.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from typing import Dict
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-from nvalchemi_export import save_model  # noqa: E402
+from nvalchemi_export import METADATA_FILE, make_metadata, save_model  # noqa: E402
 
 
 class GhostSum(torch.nn.Module):
@@ -45,6 +46,19 @@ class FailsWithoutAtoms(torch.nn.Module):
         energies = torch.zeros(inputs["positions"].shape[0], dtype=r2.dtype)
         energies = energies.index_add(0, inputs["neighbor_list"][:, 1], 0.5 * torch.exp(-r2))
         return {"atomic_energies": energies + 0.0 * inputs["positions"][0, 0]}
+
+
+class SkipsExchangeWithoutAtoms(torch.nn.Module):
+    """Pair energies refreshed to ghost rows, except on a rank that owns no atoms, which returns
+    early without the exchange call the other ranks make."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        r2 = (inputs["edge_vectors"] ** 2).sum(dim=1)
+        energies = torch.zeros(inputs["positions"].shape[0], dtype=r2.dtype)
+        if int(inputs["n_owned"]) == 0:
+            return {"atomic_energies": energies}
+        energies = energies.index_add(0, inputs["neighbor_list"][:, 1], 0.5 * torch.exp(-r2))
+        return {"atomic_energies": energies + 0.0 * torch.ops.nvalchemi.refresh_neighbors(energies)}
 
 
 def run(args, *extra):
@@ -73,7 +87,7 @@ def main():
 
     for model in args.ready:
         expect(f"ready: {os.path.basename(model)}", [model], 0,
-               ["PASS  forces", "PASS  split", "is ready for pair_style nvalchemi"])
+               ["PASS  in step", "PASS  forces", "PASS  split", "is ready for pair_style nvalchemi"])
     expect("deep model checked as layerwise", [args.deep_model, "--halo", "layerwise"], 1,
            ["PASS  forces", "FAIL  split", "halo layerwise", "is NOT ready"])
     if args.own_forces:
@@ -85,6 +99,22 @@ def main():
         no_atoms = os.path.join(workdir, "fails_without_atoms.pt")
         save_model(FailsWithoutAtoms(), no_atoms, cutoff=2.0, species=[18], units="lj")
         expect("fails on a rank with no atoms", [no_atoms], 1, ["FAIL  contract", "a rank with no atoms"])
+        skips = os.path.join(workdir, "skips_exchange.pt")
+        layerwise = dict(cutoff=2.0, species=[18], units="lj",
+                         spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
+        try:
+            save_model(SkipsExchangeWithoutAtoms(), skips, **layerwise)
+            failures.append("save_model wrote a model that skips its exchange call without atoms")
+        except ValueError as exc:
+            refused = "not written" in str(exc) and "a rank with ghosts only 0" in str(exc) and not os.path.exists(skips)
+            print(f"{'ok  ' if refused else 'FAIL'} save_model refuses a model whose ranks' exchange calls differ")
+            if not refused:
+                failures.append(f"save_model's refusal: {exc}")
+        torch.jit.save(torch.jit.script(SkipsExchangeWithoutAtoms()), skips,
+                       _extra_files={METADATA_FILE: json.dumps(make_metadata(**layerwise))})
+        expect("skips its exchange call on a rank without atoms", [skips], 1,
+               ["FAIL  in step", "a rank with atoms and ghosts made 2 exchange call(s)",
+                "a rank with ghosts only 0 [none]", "is NOT ready"])
         no_metadata = os.path.join(workdir, "no_metadata.pt")
         torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
         expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])

@@ -55,9 +55,9 @@ SYSTEMS = {
 
 # the system is made once, on 1 rank, so that every run holds the same atoms under the same IDs
 # (create_atoms numbers atoms by rank)
-SETUP = """units lj
+SETUP = """units {units}
 atom_style atomic
-lattice fcc 0.8442
+lattice fcc {lattice}
 {system}set type 1 type/fraction 2 0.3 4321
 mass * 1.0
 displace_atoms all random 0.05 0.05 0.05 8765 units lattice
@@ -81,11 +81,13 @@ def make_system(lmp, mpirun, box, system_name, workdir):
                                                                  tilt="1.0 1.0 -1.0" if tri else ""), workdir)
 
 
-def write_system(lmp, mpirun, system, workdir):
-    """Write system.data in workdir from `system`, the commands that make the box and atoms
-    (then typed, displaced and given velocities by SETUP, on 1 rank)."""
+def write_system(lmp, mpirun, system, workdir, units="lj", lattice="0.8442"):
+    """Write system.data in workdir from `system`, the commands that make the box and atoms in
+    lattice units of an fcc `lattice` (LAMMPS' lattice argument in `units`: a reduced density
+    in lj, else the lattice constant), then typed, displaced and given velocities by SETUP, on
+    1 rank."""
     with open(os.path.join(workdir, "in.setup"), "w") as f:
-        f.write(SETUP.format(system=system))
+        f.write(SETUP.format(system=system, units=units, lattice=lattice))
     proc = run_lammps(lmp, mpirun, 1, "in.setup", workdir)
     if proc.returncode != 0:
         sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")

@@ -32,11 +32,18 @@ lj_stress.pt: Lennard-Jones with its own forces that returns the toolkit's 'stre
 instead of 'virial', with its spec in the toolkit's own layout (MLIPSpec.to_dict(), version 2):
 pair_style nvalchemi must read the spec and turn the stress back into the virial of lj/cut.
 
+rank_dependent.pt: exchange_probe.pt, except that a rank owning no atoms returns zero energies
+without calling the exchange ops, a fault (the MACE export once had it) that would leave its
+neighbours waiting in an exchange forever: pair_style nvalchemi must stop the run on every rank
+with an error, nvalchemi-check must fail it, and save_model refuses to write it (so it is written
+with torch.jit.save here, as a user could).
+
 nan_probe.pt: Lennard-Jones with its own forces (run it with `forces model`), species Ar and
 Ne, except that the force and atomic energy of every Ne atom a rank owns are NaN (its ghost
 copies elsewhere stay finite): pair_style nvalchemi must stop the run from the rank that owns it.
 """
 
+import json
 import os
 import sys
 from typing import Dict
@@ -46,7 +53,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
 from lennard_jones import MODEL_FORCES_OUTPUTS, LennardJones  # noqa: E402
 import nvalchemi_ops  # noqa: E402,F401  (torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_model  # noqa: E402
+from nvalchemi_export import METADATA_FILE, make_metadata, save_model  # noqa: E402
 
 PROBE_OUTPUTS = {
     "coordination": ("per_node", "all_reduce"),
@@ -113,6 +120,20 @@ class ExchangeProbe(torch.nn.Module):
         return {"atomic_energies": e * owned}
 
 
+class RankDependent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.probe = ExchangeProbe()
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        if int(inputs["n_owned"]) == 0:
+            return {"atomic_energies": torch.zeros(inputs["positions"].shape[0], dtype=inputs["positions"].dtype)}
+        return self.probe(inputs)
+
+
+EXCHANGE_PROBE_SPEC = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2}
+
+
 class StressLJ(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -163,7 +184,10 @@ def main():
             "outputs": {name: {"kind": kind, "reduce": reduce} for name, (kind, reduce) in PROBE_OUTPUTS.items()}}
     save_model(Probe(), os.path.join(outdir, "lj_probe.pt"), cutoff=2.5, species=[18], units="lj", spec=spec)
     save_model(ExchangeProbe(), os.path.join(outdir, "exchange_probe.pt"), cutoff=2.5, species=[18], units="lj",
-               spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
+               spec=EXCHANGE_PROBE_SPEC)
+    metadata = make_metadata(cutoff=2.5, species=[18], units="lj", spec=EXCHANGE_PROBE_SPEC)
+    torch.jit.save(torch.jit.script(RankDependent()), os.path.join(outdir, "rank_dependent.pt"),
+                   _extra_files={METADATA_FILE: json.dumps(metadata)})
     save_model(StressLJ(), os.path.join(outdir, "lj_stress.pt"), cutoff=2.5, species=[18], units="lj",
                spec=STRESS_LJ_TOOLKIT_SPEC)
     save_model(NaNProbe(), os.path.join(outdir, "nan_probe.pt"), cutoff=2.5, species=[18, 10], units="lj",

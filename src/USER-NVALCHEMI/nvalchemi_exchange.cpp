@@ -1,0 +1,67 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: the agreement of the ranks' exchange calls.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_exchange.h"
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  const char *to_string(ExchangeCall call)
+  {
+    switch (call) {
+      case ExchangeCall::RETURNED:
+        return "return from the model";
+      case ExchangeCall::REFRESH_NEIGHBORS:
+        return "refresh_neighbors";
+      case ExchangeCall::REFRESH_NEIGHBORS_BACKWARD:
+        return "refresh_neighbors_backward";
+      case ExchangeCall::SCATTER_TO_OWNERS:
+        return "scatter_to_owners";
+      case ExchangeCall::SCATTER_TO_OWNERS_BACKWARD:
+        return "scatter_to_owners_backward";
+      case ExchangeCall::SYSTEM_SUM:
+        return "system_sum";
+      case ExchangeCall::SYSTEM_SUM_BACKWARD:
+        return "system_sum_backward";
+      case ExchangeCall::RANK_SUM:
+        return "rank_sum";
+      case ExchangeCall::RANK_SUM_BACKWARD:
+        return "rank_sum_backward";
+    }
+    return "an unknown exchange call";
+  }
+
+  std::string CallPoint::str() const
+  {
+    if (call == ExchangeCall::RETURNED)
+      return "returned from the model after " + std::to_string(calls) + " exchange call(s)";
+    const bool rows = call == ExchangeCall::REFRESH_NEIGHBORS ||
+        call == ExchangeCall::REFRESH_NEIGHBORS_BACKWARD ||
+        call == ExchangeCall::SCATTER_TO_OWNERS || call == ExchangeCall::SCATTER_TO_OWNERS_BACKWARD;
+    return "exchange call " + std::to_string(calls + 1) + " (" + to_string(call) + ", " +
+        std::to_string(size) + (rows ? " values per row)" : " values)");
+  }
+
+  void Exchanger::start_evaluation()
+  {
+    here = CallPoint();
+    made = 0;
+    disagreed = false;
+  }
+
+  void Exchanger::agree(ExchangeCall call, int64_t size)
+  {
+    here = {made, call, size};
+    const int64_t mine[3] = {made, static_cast<int64_t>(call), size};
+    int64_t lowest[3], highest[3];
+    range_over_ranks(mine, lowest, highest, 3);
+    if (!std::equal(lowest, lowest + 3, highest)) {
+      disagreed = true;
+      throw ExchangeMismatch("the ranks made different exchange calls; this rank: " + here.str());
+    }
+    ++made;
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
