@@ -326,8 +326,9 @@ def main(argv=None):
     spec = None
     if args.spec:
         spec = json.load(open(args.spec)) if args.spec.endswith(".json") else json.loads(args.spec)
+    species = _element_numbers(args.species)  # before the model is built: the cheap mistakes first
     module = _factory(args.model)(**json.loads(args.kwargs))
-    metadata = save_model(module, args.output, cutoff=args.cutoff, species=_element_numbers(args.species),
+    metadata = save_model(module, args.output, cutoff=args.cutoff, species=species,
                           units=args.units, dtype=torch.float64 if args.dtype == "float64" else torch.float32,
                           spec=spec)
     print(f"nvalchemi-export: wrote {args.output} ({'AOTInductor' if args.output.endswith('.pt2') else 'TorchScript'}): "
