@@ -27,7 +27,7 @@ if ! "$venv/bin/python" -c "import sys, torch; sys.exit(torch.version.cuda is No
   env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null "$venv/bin/pip" install -q --disable-pip-version-check \
     "torch==2.13.0"
 fi
-"$venv/bin/python" -c "import torch; print('cuda-wheel-check: torch', torch.__version__, 'built for CUDA', torch.version.cuda)"
+"$venv/bin/python" -W ignore -c "import torch; print('cuda-wheel-check: torch', torch.__version__, 'built for CUDA', torch.version.cuda)"
 
 # a machine without the CUDA toolkit: no nvcc on PATH
 no_nvcc_path=$(tr ':' '\n' <<< "$PATH" | while read -r dir; do [ -x "$dir/nvcc" ] || echo "$dir"; done | paste -sd:)
