@@ -42,6 +42,13 @@ namespace NVAlchemi {
     std::string str() const;
   };
 
+  // range_over_ranks where every rank holds `values` (one process, or a test's ranks in step)
+  inline void same_on_every_rank(const int64_t *values, int64_t *lowest, int64_t *highest, int n)
+  {
+    std::copy_n(values, n, lowest);
+    std::copy_n(values, n, highest);
+  }
+
   // Thrown on every rank at once when the ranks' exchange calls differ.
   class ExchangeMismatch : public std::runtime_error {
    public:
@@ -122,10 +129,7 @@ namespace NVAlchemi {
     void sum_over_ranks(double *, int) override {}
     void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                           int n) override
-    {
-      std::copy_n(values, n, lowest);
-      std::copy_n(values, n, highest);
-    }
+    { same_on_every_rank(values, lowest, highest, n); }
 
    private:
     int64_t rows;

@@ -85,10 +85,7 @@ struct NoComm : AtomComm {
   void sum_over_ranks(double *, int) override {}
   void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                         int n) override
-  {
-    std::copy_n(values, n, lowest);
-    std::copy_n(values, n, highest);
-  }
+  { same_on_every_rank(values, lowest, highest, n); }
   int natoms;
 };
 }    // namespace

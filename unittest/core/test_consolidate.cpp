@@ -320,10 +320,7 @@ class FoldedComm : public AtomComm {
   }
   void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                         int n) override
-  {    // ranks in step
-    std::copy_n(values, n, lowest);
-    std::copy_n(values, n, highest);
-  }
+  { same_on_every_rank(values, lowest, highest, n); }
   int calls = 0;
 };
 }    // namespace

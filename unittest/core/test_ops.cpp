@@ -40,10 +40,7 @@ class FoldedExchange : public Exchanger {
   }
   void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                         int n) override
-  {    // ranks in step
-    std::copy_n(values, n, lowest);
-    std::copy_n(values, n, highest);
-  }
+  { same_on_every_rank(values, lowest, highest, n); }
   bool owned_rows_complete() const override { return complete; }
   bool complete;
 };
