@@ -52,16 +52,13 @@ class FixNVAlchemiDD : public Fix {
   double memory_usage() override;
 
  protected:
-  struct Impl;    // hook settings and state (LibTorch stays out of this header)
+  struct Impl;    // the features and their state (LibTorch stays out of this header)
   Impl *impl;
   int *owner;    // rank that owned each atom at the previous step
 
   void count_owner_changes();
   void update_stats();
-  void validate();
   void run_hook();
-  void guard();
-  void sample_drift();
   void write_snapshot();
   void request_sampled_energy();
   bool due(int every) const;

@@ -4,6 +4,8 @@
 
 #include "nvalchemi_consolidate.h"
 
+#include "nvalchemi_row_exchange.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -196,34 +198,121 @@ namespace NVAlchemi {
                         " force values on this rank are not finite)");
   }
 
+  bool consolidate_share(const RankResult &result, ShareConsumer &consumer)
+  {
+    const MLIPSpec &spec = result.spec;
+    const Graph &graph = result.graph;
+    const ModelOutputs &outputs = result.outputs;
+    const int nprocs = result.nprocs;
+    if (result.share.differentiate) {
+      const double *g = outputs.edge_gradients.get();
+      consumer.edge_forces(graph, g);
+      if (!consumer.wants_virial()) return true;
+      double w[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+      for (int64_t e = 0; g && e < graph.num_edges(); ++e)
+        for (int v = 0; v < 6; ++v)
+          w[v] -= graph.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] * g[3 * e + VIRIAL_VOIGT[v][1]];
+      consumer.virial(w);
+      return true;
+    }
+    const OutputSpec &declared = spec.outputs.at("forces");
+    const OutputTensor &f = row_output(outputs, "forces", graph, 3, "Force strategy 'model'");
+    consumer.row_forces(graph, f.values.data(), consolidated_rows(declared, graph),
+                        row_weight(declared, nprocs));
+    if (!consumer.wants_virial()) return true;
+    double w[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    if (!add_model_virial(spec, graph, outputs, result.volume, nprocs, "The global virial", w))
+      return false;
+    consumer.virial(w);
+    return true;
+  }
+
+  namespace {
+    // a rank's share as forces on the graph's rows and a virial, with the largest force term
+    class ContributionConsumer : public ShareConsumer {
+     public:
+      ContributionConsumer(Contribution &c, std::vector<double> &rows) : c(c), rows(rows) {}
+      void edge_forces(const Graph &graph, const double *g) override
+      {
+        NVAlchemi::edge_forces(graph, g, rows);
+        for (int64_t k = 0; g && k < 3 * graph.num_edges(); ++k)
+          c.force_scale = std::max(c.force_scale, std::fabs(g[k]));
+      }
+      void row_forces(const Graph &graph, const double *forces, int64_t n, double weight) override
+      {
+        rows.assign(3 * static_cast<size_t>(graph.num_rows()), 0.0);
+        for (int64_t k = 0; k < 3 * n; ++k) {
+          rows[k] = weight * forces[k];
+          c.force_scale = std::max(c.force_scale, std::fabs(rows[k]));
+        }
+      }
+      bool wants_virial() const override { return true; }
+      void virial(const double w[6]) override
+      {
+        c.has_virial = true;
+        for (int v = 0; v < 6; ++v) c.virial[v] += w[v];
+      }
+
+     private:
+      Contribution &c;
+      std::vector<double> &rows;
+    };
+  }    // namespace
+
   void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
                   const ModelOutputs &outputs, double volume, int nprocs, Contribution &c,
                   std::vector<double> &row_forces)
   {
     c.energy = outputs.energy_share;
-    if (share.differentiate) {
-      const double *g = outputs.edge_gradients.get();
-      edge_forces(graph, g, row_forces);
-      c.has_virial = true;
-      if (!g) return;
-      for (int64_t k = 0; k < 3 * graph.num_edges(); ++k)
-        c.force_scale = std::max(c.force_scale, std::fabs(g[k]));
-      for (int64_t e = 0; e < graph.num_edges(); ++e)
-        for (int v = 0; v < 6; ++v)
-          c.virial[v] -=
-              graph.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] * g[3 * e + VIRIAL_VOIGT[v][1]];
-      return;
+    ContributionConsumer consumer(c, row_forces);
+    consolidate_share({spec, share, graph, outputs, volume, nprocs}, consumer);
+  }
+
+  void consolidated_per_atom(const RankResult &result, const std::string &name, int width,
+                             AtomComm &atoms, std::vector<double> &values)
+  {
+    const OutputSpec &declared = result.spec.outputs.at(name);
+    const OutputTensor &t =
+        row_output(result.outputs, name, result.graph, width, "compute nvalchemi/atom");
+    rows_to_atoms(result.graph, t.values.data(), consolidated_rows(declared, result.graph), width,
+                  atoms.num_atoms(), values);
+    if (sums_ghost_rows(declared)) atoms.reverse(values.data(), width);
+    const double weight = row_weight(declared, result.nprocs);
+    if (weight != 1.0)
+      for (double &value : values) value *= weight;
+  }
+
+  void consolidated_global(const RankResult &result, const std::string &name, int size,
+                           AtomComm &atoms, std::vector<double> &values)
+  {
+    const OutputSpec &declared = result.spec.outputs.at(name);
+    values = sized_output(result.outputs, name, size, "compute nvalchemi/global").values;
+    if (declared.kind != OutputKind::PER_GRAPH) return;    // global: each rank's own value
+    if (sums_over_ranks(declared)) {
+      const double weight = rank_share_weight(declared, result.nprocs);
+      for (double &value : values) value *= weight;
+      atoms.sum_over_ranks(values.data(), size);
+    } else {    // already global and replicated: every rank reports rank 0's copy, counted once
+      atoms.broadcast(values.data(), size);
     }
-    const OutputSpec &declared = spec.outputs.at("forces");
-    const OutputTensor &f = row_output(outputs, "forces", graph, 3, "Force strategy 'model'");
-    const double weight = row_weight(declared, nprocs);
-    row_forces.assign(f.values.size(), 0.0);
-    for (int64_t k = 0, n = 3 * consolidated_rows(declared, graph); k < n; ++k)
-      row_forces[k] = weight * f.values[k];
-    for (double component : row_forces)
-      c.force_scale = std::max(c.force_scale, std::fabs(component));
-    c.has_virial =
-        add_model_virial(spec, graph, outputs, volume, nprocs, "The model's virial", c.virial);
+  }
+
+  void decomposed_contribution(const RankResult &result, int nlocal, AtomComm &atoms,
+                               Contribution &c, std::vector<double> &row_forces)
+  {
+    c = Contribution();
+    rank_share(result.spec, result.share, result.graph, result.outputs, result.volume,
+               result.nprocs, c, row_forces);
+    std::vector<double> atom_forces;
+    rows_to_atoms(result.graph, row_forces.data(), result.graph.num_rows(), 3, atoms.num_atoms(),
+                  atom_forces);
+    atoms.reverse(atom_forces.data(), 3);
+    c.forces.assign(atom_forces.begin(), atom_forces.begin() + 3 * nlocal);
+    double sums[7] = {c.energy,    c.virial[0], c.virial[1], c.virial[2],
+                      c.virial[3], c.virial[4], c.virial[5]};
+    atoms.sum_over_ranks(sums, 7);
+    c.energy = sums[0];
+    std::copy_n(sums + 1, 6, c.virial);
   }
 
 }    // namespace NVAlchemi

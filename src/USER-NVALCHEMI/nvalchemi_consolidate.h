@@ -2,13 +2,15 @@
    USER-NVALCHEMI: the rules that turn one rank's model outputs into its share of the
    decomposed result: which energy each rank differentiates, which rows of an output carry its
    consolidated value, and the checks on what a model returned.
-   Plain C++17: no LAMMPS classes, no LibTorch, no MPI (doc/Howto_nvalchemi_spec.rst).
+   Plain C++17: no LAMMPS classes, no LibTorch, no MPI (doc/Howto_nvalchemi_spec.rst); what
+   is summed over ranks goes through an AtomComm.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_CONSOLIDATE_H
 #define LMP_NVALCHEMI_CONSOLIDATE_H
 
-#include "nvalchemi_model.h"
+#include "nvalchemi_graph.h"
+#include "nvalchemi_outputs.h"
 #include "nvalchemi_spec.h"
 
 #include <functional>
@@ -18,6 +20,8 @@
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
+
+  class AtomComm;
 
   // A model output that is missing or has the wrong shape on this rank. Raised on rank-local
   // data, so the caller must stop every rank without a collective (LAMMPS' error->one).
@@ -96,6 +100,42 @@ namespace NVAlchemi {
   void check_finite(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
                     const ModelOutputs &outputs, const std::function<int64_t(int64_t)> &atom_id);
 
+  // One rank's result of its last evaluation, as the consolidation reads it.
+  struct RankResult {
+    const MLIPSpec &spec;
+    const EnergyShare &share;
+    const Graph &graph;    // rows of the rank's atoms (a halo mode maps the model's rows back)
+    const ModelOutputs &outputs;
+    double volume;    // of the periodic cell
+    int nprocs;
+  };
+
+  // Where a rank's share of one evaluation goes: LAMMPS' forces and virial (the pair style's
+  // tallies, which move the atoms) or a Contribution (fix nvalchemi/dd validate).
+  // consolidate_share decides every row, weight and virial term; a consumer only adds them up.
+  class ShareConsumer {
+   public:
+    virtual ~ShareConsumer() = default;
+    // Framework forces: edge e, r = x_receiver - x_sender (receiver edges[2e+1], sender
+    // edges[2e]), with energy gradient g[3e..3e+2], pulls -g on its receiver's row and +g on its
+    // sender's (ghost rows: partials for their owners).
+    virtual void edge_forces(const Graph &graph, const double *edge_gradients) = 0;
+    // The model's own forces: weight * forces[3r..3r+2] on rows [0, rows).
+    virtual void row_forces(const Graph &graph, const double *forces, int64_t rows,
+                            double weight) = 0;
+    // Whether the consumer takes this rank's share of the global virial.
+    virtual bool wants_virial() const = 0;
+    // This rank's share of the global virial (xx yy zz xy xz yz).
+    virtual void virial(const double share[6]) = 0;
+  };
+
+  // This rank's forces and global virial of one evaluation, by the spec: from the edge
+  // gradients (the virial -r (x) g summed over edges) when the rank's energy share is
+  // differentiated, else the model's forces on their consolidated rows with their row weight
+  // and the model's virial (add_model_virial). Returns false when the consumer wants a virial
+  // that the spec does not declare. Throws OutputError.
+  bool consolidate_share(const RankResult &result, ShareConsumer &consumer);
+
   // One evaluation's energy, forces and virial: a rank's share, or (summed over ranks) the
   // decomposed result that fix nvalchemi/dd validate compares with the single-process reference.
   struct Contribution {
@@ -108,12 +148,31 @@ namespace NVAlchemi {
     double force_scale = 0.0;
   };
 
-  // This rank's share of one evaluation, by the rules the pair style's tallies follow: forces
-  // on the graph's rows in `row_forces` (ghost rows hold partials for their owners) and the
-  // virial from the edges, or the model's own forces and virial. Throws OutputError.
+  // This rank's share of one evaluation as a Contribution (consolidate_share, the path the pair
+  // style's tallies take): forces on the graph's rows in `row_forces` (ghost rows hold partials
+  // for their owners). Throws OutputError.
   void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
                   const ModelOutputs &outputs, double volume, int nprocs,
                   Contribution &contribution, std::vector<double> &row_forces);
+
+  // Collective through `atoms`. Per-node model output `name`, `width` values on each row,
+  // consolidated by the toolkit's rule: `values` [atoms.num_atoms()][width], owned atoms first
+  // (ghost partials summed into their owners, autograd outputs weighted). Throws OutputError
+  // when this rank's model did not return it so.
+  void consolidated_per_atom(const RankResult &result, const std::string &name, int width,
+                             AtomComm &atoms, std::vector<double> &values);
+
+  // Collective through `atoms`. Per-graph or global model output `name` of `size` values,
+  // consolidated: per_graph partials summed over ranks, replicated values taken from the first
+  // rank, global values each rank's own. Throws OutputError.
+  void consolidated_global(const RankResult &result, const std::string &name, int size,
+                           AtomComm &atoms, std::vector<double> &values);
+
+  // Collective through `atoms`. The decomposed result of the evaluation: energy and virial
+  // summed over ranks, forces of the owned atoms [0, nlocal) with ghost partials summed into
+  // them; `row_forces` is scratch. Throws OutputError.
+  void decomposed_contribution(const RankResult &result, int nlocal, AtomComm &atoms,
+                               Contribution &contribution, std::vector<double> &row_forces);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -4,6 +4,9 @@
 
 #include "nvalchemi_exchange.h"
 
+#include <map>
+#include <tuple>
+
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
@@ -41,6 +44,31 @@ namespace NVAlchemi {
         call == ExchangeCall::SCATTER_TO_OWNERS || call == ExchangeCall::SCATTER_TO_OWNERS_BACKWARD;
     return "exchange call " + std::to_string(calls + 1) + " (" + to_string(call) + ", " +
         std::to_string(size) + (rows ? " values per row)" : " values)");
+  }
+
+  std::string where_ranks_stood(const std::vector<CallPoint> &points)
+  {
+    constexpr size_t NAMED = 8;
+    std::map<std::tuple<int64_t, ExchangeCall, int64_t>, size_t> group_of;
+    std::vector<std::pair<CallPoint, std::vector<int>>> groups;
+    for (size_t p = 0; p < points.size(); ++p) {
+      const auto key = std::make_tuple(points[p].calls, points[p].call, points[p].size);
+      if (!group_of.count(key)) {
+        group_of[key] = groups.size();
+        groups.push_back({points[p], {}});
+      }
+      groups[group_of[key]].second.push_back(static_cast<int>(p));
+    }
+    std::string where;
+    for (const auto &[point, ranks] : groups) {
+      std::string list = std::to_string(ranks.front());
+      for (size_t k = 1; k < std::min(ranks.size(), NAMED); ++k)
+        list += " " + std::to_string(ranks[k]);
+      if (ranks.size() > NAMED)
+        list += " and " + std::to_string(ranks.size() - NAMED) + " more";
+      where += "; rank" + std::string(ranks.size() > 1 ? "s " : " ") + list + ": " + point.str();
+    }
+    return where;
   }
 
   void Exchanger::start_evaluation()

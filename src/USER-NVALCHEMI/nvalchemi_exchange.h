@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -41,6 +42,11 @@ namespace NVAlchemi {
     // "exchange call 3 (refresh_neighbors, 16 values per row)" or "returned after 2 calls"
     std::string str() const;
   };
+
+  // Where the ranks stood, `points` [nprocs] in rank order, ranks grouped by point in the
+  // order of their first rank: "; rank 0: exchange call 1 (...); ranks 1 2 3: returned ...",
+  // at most 8 ranks named per group.
+  std::string where_ranks_stood(const std::vector<CallPoint> &points);
 
   // range_over_ranks where every rank holds `values` (one process, or a test's ranks in step)
   inline void same_on_every_rank(const int64_t *values, int64_t *lowest, int64_t *highest, int n)

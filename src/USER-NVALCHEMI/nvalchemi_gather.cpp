@@ -43,5 +43,17 @@ namespace NVAlchemi {
     });
   }
 
+  std::vector<double> gather_by_id(const std::vector<double> &mine, int width, MPI_Comm world)
+  {
+    Gathered g;
+    gather_rows(mine, width, false, world, g);
+    std::vector<double> sorted;
+    sorted.reserve(g.rows.size());
+    for (int row : g.by_id)
+      sorted.insert(sorted.end(), g.rows.begin() + static_cast<size_t>(row) * width,
+                    g.rows.begin() + static_cast<size_t>(row + 1) * width);
+    return sorted;
+  }
+
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

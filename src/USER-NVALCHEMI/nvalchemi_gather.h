@@ -25,6 +25,10 @@ namespace NVAlchemi {
   void gather_rows(const std::vector<double> &mine, int width, bool everywhere, MPI_Comm world,
                    Gathered &gathered);
 
+  // Collective. Every rank's rows of `width` doubles (`mine`, atom ID first), on rank 0 in the
+  // order of their atom IDs; empty on the other ranks.
+  std::vector<double> gather_by_id(const std::vector<double> &mine, int width, MPI_Comm world);
+
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS
 

@@ -73,6 +73,13 @@ namespace NVAlchemi {
     // rows and edges of the model's input tensors, padding included
     int64_t tensor_rows() const { return num_rows() + padding_rows; }
     int64_t tensor_edges() const { return static_cast<int64_t>(edges.size() / 2); }
+    // bytes its buffers hold
+    double memory_bytes() const
+    {
+      return static_cast<double>(row_atom.capacity()) * sizeof(int) +
+          static_cast<double>(positions.capacity() + edge_vectors.capacity()) * sizeof(double) +
+          static_cast<double>(atomic_numbers.capacity() + edges.capacity()) * sizeof(int64_t);
+    }
   };
 
   // LAMMPS order of the 6 virial components (xx yy zz xy xz yz) in a row-major [3,3] tensor

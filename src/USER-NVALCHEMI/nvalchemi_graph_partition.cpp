@@ -4,8 +4,10 @@
 
 #include "nvalchemi_graph_partition.h"
 
+#include "nvalchemi_halo.h"
+
 #include "nvalchemi_consolidate.h"
-#include "nvalchemi_model.h"
+#include "nvalchemi_outputs.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>
@@ -21,24 +23,6 @@ namespace NVAlchemi {
     // below 2^53)
     constexpr int GATHERED = 5;
   }    // namespace
-
-  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n)
-  {
-    // the maximum as the minimum of the negated values, in one all-reduce without allocation
-    if (n > MAX_RANGE_VALUES)
-      throw std::invalid_argument("mpi_range: at most " + std::to_string(MAX_RANGE_VALUES) +
-                                  " values");
-    int64_t both[2 * MAX_RANGE_VALUES];
-    for (int k = 0; k < n; ++k) {
-      both[k] = values[k];
-      both[n + k] = -values[k];
-    }
-    MPI_Allreduce(MPI_IN_PLACE, both, 2 * n, MPI_INT64_T, MPI_MIN, comm);
-    for (int k = 0; k < n; ++k) {
-      lowest[k] = both[k];
-      highest[k] = -both[n + k];
-    }
-  }
 
   GraphPartition::GraphPartition(MPI_Comm world) : world(world), me(0), nprocs(1)
   {
@@ -120,13 +104,8 @@ namespace NVAlchemi {
 
   double GraphPartition::memory_bytes() const
   {
-    const double doubles = static_cast<double>(whole.positions.capacity() +
-                                               whole.edge_vectors.capacity() + gathered.capacity());
-    const double int64s = static_cast<double>(whole.atomic_numbers.capacity() +
-                                              whole.edges.capacity() + halo_row.capacity() +
-                                              global_row.capacity());
-    return doubles * sizeof(double) + int64s * sizeof(int64_t) +
-        static_cast<double>(whole.row_atom.capacity()) * sizeof(int);
+    return whole.memory_bytes() + static_cast<double>(gathered.capacity()) * sizeof(double) +
+        static_cast<double>(halo_row.capacity() + global_row.capacity()) * sizeof(int64_t);
   }
 
   void GraphPartition::refresh(double *rows, int width)

@@ -21,11 +21,6 @@ namespace NVAlchemi {
   struct MLIPSpec;
   struct ModelOutputs;
 
-  // Collective over `comm`: element-wise minimum and maximum of `values` [n], n at most
-  // MAX_RANGE_VALUES (one all-reduce), what an exchanger's range_over_ranks does with MPI.
-  static constexpr int MAX_RANGE_VALUES = 4;
-  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n);
-
   class GraphPartition : public MeasuredExchanger {
    public:
     explicit GraphPartition(MPI_Comm world);

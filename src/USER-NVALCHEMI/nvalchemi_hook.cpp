@@ -12,7 +12,7 @@
 
 #include "nvalchemi_gather.h"
 #include "nvalchemi_lammps.h"
-#include "nvalchemi_model.h"
+#include "nvalchemi_torch_hook.h"
 
 #include <algorithm>
 #include <numeric>

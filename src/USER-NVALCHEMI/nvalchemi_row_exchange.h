@@ -29,6 +29,8 @@ namespace NVAlchemi {
     virtual void reverse(double *values, int width) = 0;
     // element-wise sum over all ranks, in place
     virtual void sum_over_ranks(double *values, int n) = 0;
+    // the first rank's values on every rank, in place
+    virtual void broadcast(double *values, int n) = 0;
     // element-wise minimum and maximum over all ranks
     virtual void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                                   int n) = 0;

@@ -1,8 +1,8 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   USER-NVALCHEMI: what the model runners share (LibTorch; included only by
-   the runner translation units): where tensors live (Placement: device and
-   dtype, decided in one place), the contract's input tensors, outputs
-   brought back to the host, errors.
+   USER-NVALCHEMI: what the model runners and the hook share (LibTorch; included only by the
+   translation units with LibTorch headers): where tensors live (Placement: device and dtype,
+   decided in one place), the contract's input tensors, outputs brought back to the host,
+   errors; the two runners.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_TORCH_H
@@ -68,6 +68,11 @@ namespace NVAlchemi {
   // Throws std::runtime_error naming an input the model changed in place.
   void check_inputs_unchanged(const ContractInputs &in);
 
+  // The cell's periodic flags [1, 3] (bool) and lattice [1, 3, 3] (rows a, b, c, a copy in
+  // `real`), on the host.
+  torch::Tensor pbc_tensor(const Cell &cell);
+  torch::Tensor cell_tensor(const Cell &cell, torch::Dtype real);
+
   // A per-row tensor ([tensor rows, ...]) without its padding rows; other tensors unchanged.
   torch::Tensor real_rows(const torch::Tensor &tensor, const Graph &graph);
 
@@ -97,6 +102,10 @@ namespace NVAlchemi {
       throw std::runtime_error(e.what_without_backtrace());
     }
   }
+
+  // The TorchScript runner (nvalchemi_torchscript.cpp), its module loaded onto `device`.
+  std::unique_ptr<ModelRunner> load_torchscript_model(const std::string &archive_bytes,
+                                                      const Device &device);
 
   // The AOTInductor runner (nvalchemi_aoti.cpp), its program loaded for `device`.
   std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes,

@@ -25,14 +25,15 @@
 #include "platform.h"
 #include "update.h"
 
+#include "nvalchemi_atom_comm.h"
 #include "nvalchemi_consolidate.h"
 #include "nvalchemi_graph.h"
-#include "nvalchemi_graph_partition.h"
+#include "nvalchemi_halo.h"
 #include "nvalchemi_lammps.h"
 #include "nvalchemi_metadata.h"
 #include "nvalchemi_model.h"
+#include "nvalchemi_pair_model.h"
 #include "nvalchemi_reference.h"
-#include "nvalchemi_row_exchange.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>
@@ -59,42 +60,19 @@ static constexpr const char *BUILD_ROUTE = "built-in";
 // (3: forces and other vectors)
 static constexpr int MIN_COMM_COLUMNS = 3;
 
-// LAMMPS' forward and reverse communication of per-atom arrays, for the exchange ops
-struct PairNVAlchemi::AtomCommunication : public NVAlchemi::AtomComm {
-  explicit AtomCommunication(PairNVAlchemi *pair) : pair(pair) {}
-  int num_atoms() const override { return pair->atom->nlocal + pair->atom->nghost; }
-  void forward(double *values, int width) override { pair->forward_copy(values, width); }
-  void reverse(double *values, int width) override { pair->reverse_sum(values, width); }
-  void sum_over_ranks(double *values, int n) override
-  { MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, pair->world); }
-  void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
-                        int n) override
-  { NVAlchemi::mpi_range(pair->world, values, lowest, highest, n); }
-  PairNVAlchemi *pair;
-};
-
-struct PairNVAlchemi::State {
-  std::string model_file;
-  NVAlchemi::Device device;    // where this rank runs the model
-  std::unique_ptr<NVAlchemi::ModelRunner> model;
-  NVAlchemi::ModelMetadata metadata;
-  NVAlchemi::MLIPSpec overrides;    // from pair_style keywords
-  NVAlchemi::MLIPSpec spec;         // effective: model | keyword preset | keywords, resolved
-  NVAlchemi::EnergyShare share;
+// the model (NVAlchemi::PairModel) and what one step builds and keeps
+struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
   int64_t row_capacity = 0, edge_capacity = 0;    // static shapes: padded sizes so far
   std::vector<double> row_forces;                 // [rows][3] scratch
-  std::unique_ptr<AtomCommunication> atom_comm;
-  // the exchange ops' implementation: per-atom communication (halo modes local, layerwise,
-  // deep), or the whole system's rows (gp, which then also owns the graph the model sees)
-  std::unique_ptr<NVAlchemi::MeasuredExchanger> exchange;
-  NVAlchemi::GraphPartition *partition = nullptr;    // the exchange in halo mode gp
-  std::vector<int64_t> row_tags;                     // gp: atom ID of each row, scratch
+  std::unique_ptr<NVAlchemi::PairAtomComm> atom_comm;    // per-atom arrays, for the exchange ops
+  // the halo mode: the neighbor list and ghost cutoff it needs, the graph the model sees, the
+  // exchange ops' implementation
+  std::unique_ptr<NVAlchemi::Halo> halo;
   bool narrow_comm_reported = false;
   bool model_virial_implied = false;    // this style set no_virial_fdotr_compute for the model
-  std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
   // consolidated extra outputs and the evaluation they belong to
@@ -105,6 +83,10 @@ struct PairNVAlchemi::State {
   std::map<std::string, Consolidated> consolidated;
 
   const OutputSpec &output_spec(const std::string &name) const { return spec.outputs.at(name); }
+  NVAlchemi::RankResult result(const Domain *domain, int nprocs) const
+  {
+    return {spec, share, graph, outputs, domain->xprd * domain->yprd * domain->zprd, nprocs};
+  }
 };
 
 namespace {
@@ -126,8 +108,7 @@ void stop_on_output_error(LAMMPS *lmp, const std::string &model_file, F &&body)
 /* ---------------------------------------------------------------------- */
 
 PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
-    Pair(lmp), state(new State), cutoff(0.0), threads(0), saved_cutghostuser(-1.0),
-    comm_values(nullptr), comm_width(0), comm_offset(0)
+    Pair(lmp), state(new State), cutoff(0.0), saved_cutghostuser(-1.0)
 {
   single_enable = 0;
   restartinfo = 0;
@@ -144,7 +125,7 @@ PairNVAlchemi::PairNVAlchemi(LAMMPS *lmp) :
 
 PairNVAlchemi::~PairNVAlchemi()
 {
-  // a deep halo raised the ghost cutoff: give the next pair style the user's setting back
+  // a halo mode raised the ghost cutoff: give the next pair style the user's setting back
   if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
   delete state;
   if (allocated) {
@@ -167,75 +148,13 @@ void PairNVAlchemi::allocate()
 }
 
 /* ----------------------------------------------------------------------
-   pair_style nvalchemi <model.pt> [spec <preset>] [halo <mode>]
-     [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N]
-     [device cpu|cuda|cuda:N] [library <file.so>] [output <name> <kind> <reduce>] ...
+   pair_style nvalchemi <model.pt> [keywords] (NVAlchemi::setup_pair_model)
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::settings(int narg, char **arg)
 {
-  if (narg < 1) utils::missing_cmd_args(FLERR, "pair_style nvalchemi", error);
-
-  NVAlchemi::MLIPSpec preset_keyword, overrides;
-  std::unique_ptr<NVAlchemi::Device> requested_device;
-  std::vector<std::string> libraries;
-  threads = 0;
-  int iarg = 1;
-  try {
-    while (iarg < narg) {
-      const std::string keyword = arg[iarg];
-      const auto need = [&](int n) {
-        if (iarg + n >= narg)
-          utils::missing_cmd_args(FLERR, "pair_style nvalchemi " + keyword, error);
-      };
-      if (keyword == "spec") {
-        need(1);
-        preset_keyword = NVAlchemi::preset(arg[iarg + 1]);
-        iarg += 2;
-      } else if (keyword == "halo") {
-        need(1);
-        overrides.halo = NVAlchemi::parse_halo_mode(arg[iarg + 1]);
-        iarg += 2;
-      } else if (keyword == "forces") {
-        need(1);
-        overrides.compile.force_strategy = NVAlchemi::parse_force_strategy(arg[iarg + 1]);
-        iarg += 2;
-      } else if (keyword == "static_shapes") {
-        need(1);
-        overrides.compile.static_shapes = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
-        iarg += 2;
-      } else if (keyword == "threads") {
-        need(1);
-        threads = utils::inumeric(FLERR, arg[iarg + 1], false, lmp);
-        if (threads < 1)
-          error->all(FLERR, iarg + 2,
-                     "pair_style nvalchemi threads must be at least 1 (LibTorch threads per rank)");
-        iarg += 2;
-      } else if (keyword == "device") {
-        need(1);
-        requested_device =
-            std::make_unique<NVAlchemi::Device>(NVAlchemi::parse_device(arg[iarg + 1]));
-        iarg += 2;
-      } else if (keyword == "library") {
-        need(1);
-        libraries.emplace_back(arg[iarg + 1]);
-        iarg += 2;
-      } else if (keyword == "output") {
-        need(3);
-        overrides.outputs[arg[iarg + 1]] = {NVAlchemi::parse_output_kind(arg[iarg + 2]),
-                                            NVAlchemi::parse_reduce(arg[iarg + 3])};
-        iarg += 4;
-      } else {
-        error->all(FLERR, iarg + 1, "Unknown pair_style nvalchemi keyword: {}", keyword);
-      }
-    }
-  } catch (std::invalid_argument &e) {
-    error->all(FLERR, iarg + 2, "pair_style nvalchemi {}: {}", arg[iarg], e.what());
-  }
-  state->overrides = preset_keyword | overrides;
-  state->device = NVAlchemi::rank_device(lmp, requested_device.get());
-  NVAlchemi::load_op_libraries(lmp, libraries);    // before the model: it may call their ops
-  load_model(arg[0]);
+  NVAlchemi::setup_pair_model(lmp, narg, arg, *state);
+  apply_model();
 
   // a re-issued pair_style may bring a model with other species: require a new pair_coeff
   if (allocated)
@@ -244,64 +163,15 @@ void PairNVAlchemi::settings(int narg, char **arg)
 }
 
 /* ----------------------------------------------------------------------
-   rank 0 reads the model file, every rank deserializes the same bytes,
-   so a bad file fails identically (and collectively) on all ranks
+   what the loaded model sets in the pair style: virial, communication
+   widths, cutoff, halo mode
 ------------------------------------------------------------------------- */
 
-void PairNVAlchemi::load_model(const char *file)
+void PairNVAlchemi::apply_model()
 {
-  std::string archive;
-  if (!NVAlchemi::read_and_broadcast(lmp, file, archive))
-    error->all(FLERR, 1,
-               "Cannot open pair_style nvalchemi model file {}: check the path (relative paths "
-               "are also searched in $LAMMPS_POTENTIALS)",
-               file);
-
   State &s = *state;
-  s.model_file = file;
-  const char *format = NVAlchemi::is_aoti_package(archive) ? "an AOTInductor" : "a TorchScript";
-  try {
-    s.model = NVAlchemi::load_model(archive, s.device);
-  } catch (std::exception &e) {
-    error->all(FLERR, 1, "Cannot load {} as {} model: {}", file, format, e.what());
-  }
-
-  const std::string &text = s.model->metadata_text();
-  if (text.empty())
-    error->all(FLERR, 1,
-               "Model {} has no USER-NVALCHEMI metadata ({} inside the archive): write the model "
-               "with the package's Python helper nvalchemi_export.save_model (the model contract "
-               "of the USER-NVALCHEMI documentation)",
-               file, NVAlchemi::METADATA_FILE);
-  try {
-    s.metadata = NVAlchemi::parse_metadata(text);
-  } catch (std::exception &e) {
-    error->all(FLERR, 1, "Model {} has invalid metadata: {}", file, e.what());
-  }
   const NVAlchemi::ModelMetadata &meta = s.metadata;
-
-  if (meta.units != update->unit_style)
-    error->all(FLERR, 1,
-               "Model {} works in '{}' units but this run uses 'units {}': use 'units {}' before "
-               "the box is defined, or export the model for '{}' units",
-               file, meta.units, update->unit_style, meta.units, update->unit_style);
-
-  try {
-    s.spec = (meta.spec | s.overrides).resolved();
-  } catch (std::invalid_argument &e) {
-    error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
-  }
   const NVAlchemi::MLIPSpec &spec = s.spec;
-  NVAlchemi::check_operators(lmp, file, s.model->custom_operators(), *spec.custom_ops);
-  // errors about the effective spec name where its fields came from
-  s.halo_origin = s.overrides.halo ? "the pair_style keywords set"
-                                   : fmt::format("the spec of model {} sets", file);
-  try {
-    s.share = NVAlchemi::energy_share(spec, comm->nprocs);
-    s.model->check_share(s.share);
-  } catch (std::invalid_argument &e) {
-    error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
-  }
 
   // A model that brings its forces and declares its own global virial: that is the global
   // virial (pair_modify nofdotr implied). F dot r would miss what the energy owes to positions
@@ -315,19 +185,9 @@ void PairNVAlchemi::load_model(const char *file)
   // in init_style, because pair_style hybrid takes its sub-styles' widths when it is defined
   comm_forward = comm_reverse = std::max(MIN_COMM_COLUMNS, *spec.exchange_feature_width);
   cutoff = meta.cutoff;
-  s.model->set_float64(meta.dtype == "float64");
-  ghostneigh = *spec.halo == NVAlchemi::HaloMode::DEEP ? 1 : 0;
-  // the exchange ops work in every halo mode; with ghost receivers (deep) the owned rows of an
-  // edge sum are complete and scatter_to_owners only refreshes
-  s.atom_comm = std::make_unique<AtomCommunication>(this);
-  s.partition = nullptr;
-  if (*spec.halo == NVAlchemi::HaloMode::GP) {
-    auto partition = std::make_unique<NVAlchemi::GraphPartition>(world);
-    s.partition = partition.get();
-    s.exchange = std::move(partition);
-  } else {
-    s.exchange = std::make_unique<NVAlchemi::RowExchange>(s.graph, *s.atom_comm, ghostneigh == 1);
-  }
+  s.atom_comm = std::make_unique<NVAlchemi::PairAtomComm>(lmp, this);
+  s.halo = NVAlchemi::make_halo(*spec.halo, s.graph, *s.atom_comm, world);
+  ghostneigh = s.halo->ghost_receivers() ? 1 : 0;
   s.narrow_comm_reported = false;
   s.row_capacity = s.edge_capacity = 0;
 
@@ -337,7 +197,7 @@ void PairNVAlchemi::load_model(const char *file)
     utils::logmesg(lmp,
                    "pair_style nvalchemi ({}): model {} ({}), contract v{}, units {}, {}, cutoff "
                    "{}, species:{}\neffective spec:\n{}\n",
-                   BUILD_ROUTE, file, s.model->format(), meta.contract_version, meta.units,
+                   BUILD_ROUTE, s.model_file, s.model->format(), meta.contract_version, meta.units,
                    meta.dtype, meta.cutoff, species, spec.to_json(2));
   }
 }
@@ -397,35 +257,36 @@ void PairNVAlchemi::init_style()
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi has no tail correction (pair_modify tail yes): the model "
                "defines its own cutoff behaviour; use pair_modify tail no");
-  if (state->partition && atom->tag_enable == 0)
+  const NVAlchemi::Halo &halo = *state->halo;
+  const std::string mode = NVAlchemi::to_string(halo.mode());
+  if (halo.maps_atoms_by_id() && atom->tag_enable == 0)
     error->all(FLERR, Error::NOLASTLINE,
-               "Halo mode 'gp' of pair style nvalchemi maps ghost atoms to their atoms' rows by "
-               "atom ID: use atom_modify id yes (the default) before the box is defined");
+               "Halo mode '{}' of pair style nvalchemi maps ghost atoms to their atoms' rows by "
+               "atom ID: use atom_modify id yes (the default) before the box is defined",
+               mode);
   request_neighbor_list();
-  if (ghostneigh) {
-    // deep halo: the ghosts within L cutoffs, which get edges of their own
-    const int layers = std::max(1, *state->spec.num_message_passing_layers);
-    const double ghost_cutoff = layers * cutoff + neighbor->skin;
+  const int layers = *state->spec.num_message_passing_layers;
+  const double ghost_cutoff = halo.ghost_cutoff(cutoff, neighbor->skin, layers);
+  if (ghost_cutoff > 0.0) {
     if (saved_cutghostuser < 0.0) saved_cutghostuser = comm->cutghostuser;
     comm->cutghostuser = std::max(saved_cutghostuser, ghost_cutoff);
     if (comm->me == 0)
       utils::logmesg(lmp,
-                     "pair_style nvalchemi: halo mode deep raises the ghost cutoff to {:.8g} "
+                     "pair_style nvalchemi: halo mode {} raises the ghost cutoff to {:.8g} "
                      "({} layers x cutoff {} + skin {})\n",
-                     comm->cutghostuser, layers, cutoff, neighbor->skin);
+                     mode, comm->cutghostuser, std::max(1, layers), cutoff, neighbor->skin);
   } else {
     if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
     saved_cutghostuser = -1.0;
   }
-  NVAlchemi::ModelRunner::set_num_threads(threads > 0 ? threads : comm->nthreads);
+  NVAlchemi::ModelRunner::set_num_threads(state->threads > 0 ? state->threads : comm->nthreads);
 }
 
 /* ----------------------------------------------------------------------
-   deep halo: a full list of owned and ghost atoms (every ghost within L
-   cutoffs gets its own edges, so that L layers of message passing on this
-   rank see all they need for the owned atoms); else a half list without
-   newton: each pair of owned atoms once (both edges come from it), each
-   owned-ghost pair on both ranks, half the distances of a full list
+   ghost receivers (halo mode deep): a full list of owned and ghost atoms;
+   else a half list without newton: each pair of owned atoms once (both
+   edges come from it), each owned-ghost pair on both ranks, half the
+   distances of a full list
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::request_neighbor_list()
@@ -454,26 +315,26 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 
   State &s = *state;
   build_rank_graph(s.graph);
-  NVAlchemi::Graph &model_graph = s.partition ? partition_graph() : s.graph;
+  NVAlchemi::Graph &model_graph = halo_model_graph();
   if (*s.spec.compile.static_shapes) pad_to_capacity(model_graph);
   summary.graph = platform::walltime() - start;
 
-  s.exchange->seconds = 0.0;
-  s.exchange->refreshes = 0;
-  s.exchange->start_evaluation();
+  NVAlchemi::MeasuredExchanger &exchange = s.halo->exchanger();
+  exchange.seconds = 0.0;
+  exchange.refreshes = 0;
+  exchange.start_evaluation();
   const double model_start = platform::walltime();
   try {
-    s.model->evaluate(model_graph, NVAlchemi::box_cell(domain), s.share, s.exchange.get(),
-                      s.outputs);
-    s.exchange->agree(NVAlchemi::ExchangeCall::RETURNED, 0);
+    s.model->evaluate(model_graph, NVAlchemi::box_cell(domain), s.share, &exchange, s.outputs);
+    exchange.agree(NVAlchemi::ExchangeCall::RETURNED, 0);
   } catch (std::exception &e) {
-    if (!s.exchange->mismatched())
+    if (!exchange.mismatched())
       error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                  s.model_file, update->ntimestep, e.what());
   }
-  if (s.exchange->mismatched()) stop_on_exchange_mismatch();
+  if (exchange.mismatched()) stop_on_exchange_mismatch();
   // the consolidation reads rows of this rank's atoms
-  if (s.partition) s.partition->to_halo_rows(s.spec, s.graph, s.outputs);
+  s.halo->to_rank_rows(s.spec, s.graph, s.outputs);
   const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
   check_exchange_calls();
@@ -486,15 +347,12 @@ void PairNVAlchemi::compute(int eflag, int vflag)
       return static_cast<int64_t>(atom->tag[s.graph.row_atom[row]]);
     });
     tally_energy();
-    if (s.share.differentiate)
-      tally_edge_forces();
-    else
-      tally_model_forces();
+    tally_forces();
   });
   if (vflag_fdotr) virial_fdotr_compute();
   summary.tally = platform::walltime() - tally_start;
 
-  summary.exchange = s.exchange->seconds;
+  summary.exchange = exchange.seconds;
   summary.model = model_seconds - summary.exchange - s.outputs.marshal_seconds;
   summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
   summary.tensors = s.outputs.marshal_seconds;
@@ -521,22 +379,21 @@ void PairNVAlchemi::build_rank_graph(NVAlchemi::Graph &graph)
 }
 
 /* ----------------------------------------------------------------------
-   halo mode gp: the graph of the whole system's rows that the model sees,
-   built from this rank's graph (collective)
+   the graph the model sees: this rank's graph, or one the halo mode makes
+   from it (collective in halo mode gp)
 ------------------------------------------------------------------------- */
 
-NVAlchemi::Graph &PairNVAlchemi::partition_graph()
+NVAlchemi::Graph &PairNVAlchemi::halo_model_graph()
 {
   State &s = *state;
-  s.row_tags.resize(s.graph.num_rows());
-  for (int64_t r = 0; r < s.graph.num_rows(); ++r) s.row_tags[r] = atom->tag[s.graph.row_atom[r]];
   try {
-    s.partition->build(s.graph, s.row_tags);
+    return s.halo->model_graph(s.graph, [&](int64_t row) {
+      return static_cast<int64_t>(atom->tag[s.graph.row_atom[row]]);
+    });
   } catch (std::exception &e) {
     error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} on step {}: {}",
                s.model_file, update->ntimestep, e.what());
   }
-  return s.partition->graph();
 }
 
 /* ----------------------------------------------------------------------
@@ -572,35 +429,19 @@ void PairNVAlchemi::pad_to_capacity(NVAlchemi::Graph &graph)
 
 void PairNVAlchemi::stop_on_exchange_mismatch()
 {
-  const NVAlchemi::CallPoint &here = state->exchange->point();
+  const NVAlchemi::CallPoint &here = state->halo->exchanger().point();
   const int64_t mine[3] = {here.calls, static_cast<int64_t>(here.call), here.size};
   std::vector<int64_t> all(3 * static_cast<size_t>(comm->nprocs));
   MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, world);
-  // ranks grouped by where they stood, groups in the order of their first rank
-  std::map<std::vector<int64_t>, size_t> group_of;
-  std::vector<std::pair<NVAlchemi::CallPoint, std::vector<int>>> groups;
-  for (int p = 0; p < comm->nprocs; ++p) {
-    const std::vector<int64_t> key(&all[3 * p], &all[3 * p + 3]);
-    if (!group_of.count(key)) {
-      group_of[key] = groups.size();
-      groups.push_back({{key[0], static_cast<NVAlchemi::ExchangeCall>(key[1]), key[2]}, {}});
-    }
-    groups[group_of[key]].second.push_back(p);
-  }
-  std::string where;
-  for (const auto &[point, ranks] : groups) {
-    std::string list = std::to_string(ranks.front());
-    for (size_t k = 1; k < std::min<size_t>(ranks.size(), 8); ++k)
-      list += " " + std::to_string(ranks[k]);
-    if (ranks.size() > 8) list += fmt::format(" and {} more", ranks.size() - 8);
-    where += fmt::format("; rank{} {}: {}", ranks.size() > 1 ? "s" : "", list, point.str());
-  }
+  std::vector<NVAlchemi::CallPoint> points(comm->nprocs);
+  for (int p = 0; p < comm->nprocs; ++p)
+    points[p] = {all[3 * p], static_cast<NVAlchemi::ExchangeCall>(all[3 * p + 1]), all[3 * p + 2]};
   error->all(FLERR, Error::NOLASTLINE,
              "Model {} made different exchange calls on different ranks on step {}{}. Every rank "
              "must make the same torch.ops.nvalchemi calls in the same order, a rank without "
              "atoms too (with empty rows): the model's control flow around these calls depends "
              "on the rank's data. Check the model with nvalchemi-check",
-             state->model_file, update->ntimestep, where);
+             state->model_file, update->ntimestep, NVAlchemi::where_ranks_stood(points));
 }
 
 /* ----------------------------------------------------------------------
@@ -614,13 +455,13 @@ void PairNVAlchemi::check_exchange_calls()
 {
   State &s = *state;
   const int layers = *s.spec.num_message_passing_layers;
-  if (*s.spec.halo == NVAlchemi::HaloMode::DEEP || layers < 2 || s.exchange->refreshes > 0) return;
+  if (s.halo->ghost_receivers() || layers < 2 || s.halo->exchanger().refreshes > 0) return;
   error->all(FLERR, Error::NOLASTLINE,
              "Model {} declares {} message-passing layers but made no exchange call in halo mode "
              "'{}', which {}: its ghost atoms would miss messages from beyond the cutoff. A model "
              "that never calls torch.ops.nvalchemi.refresh_neighbors or scatter_to_owners "
              "needs halo mode 'deep'; a layerwise model should make {} such calls per evaluation",
-             s.model_file, layers, NVAlchemi::to_string(*s.spec.halo), s.halo_origin, layers - 1);
+             s.model_file, layers, NVAlchemi::to_string(s.halo->mode()), s.halo_origin, layers - 1);
 }
 
 /* ----------------------------------------------------------------------
@@ -632,16 +473,17 @@ void PairNVAlchemi::check_exchange_calls()
 void PairNVAlchemi::report_narrow_comm()
 {
   State &s = *state;
-  // halo mode gp moves whole rows in one collective, whatever their width
-  if (s.partition || s.narrow_comm_reported || s.exchange->widest <= comm_forward) return;
+  const int widest = s.halo->exchanger().widest;
+  if (!s.halo->exchanges_through_atom_comm() || s.narrow_comm_reported || widest <= comm_forward)
+    return;
   s.narrow_comm_reported = true;
   if (comm->me == 0)
     error->warning(FLERR,
                    "Model {} exchanges {} values per atom but its spec declares "
                    "exchange_feature_width {}: each exchange takes {} communication passes; set "
                    "exchange_feature_width to {} in the model's spec to move a row in one",
-                   s.model_file, s.exchange->widest, *s.spec.exchange_feature_width,
-                   (s.exchange->widest + comm_forward - 1) / comm_forward, s.exchange->widest);
+                   s.model_file, widest, *s.spec.exchange_feature_width,
+                   (widest + comm_forward - 1) / comm_forward, widest);
 }
 
 /* ----------------------------------------------------------------------
@@ -670,28 +512,71 @@ void PairNVAlchemi::tally_energy()
 }
 
 /* ----------------------------------------------------------------------
-   framework forces: an edge r_ij = x_i - x_j with gradient g pulls -g on
-   the receiver i and +g on the sender j (ghost forces go home by reverse
-   comm) and contributes -r_ij (x) g to the virial
+   the forces that move the atoms, on the consolidation path that validate
+   checks too (NVAlchemi::consolidate_share): edge forces through
+   add_edge_forces (ghost forces go home by reverse comm), the model's
+   forces on their rows, the global virial as the spec says; per-atom
+   virials split each edge's -r_ij (x) g evenly between its two atoms, or
+   come from the model (W_ab = sum r_a f_b, LAMMPS order xx yy zz xy xz yz)
 ------------------------------------------------------------------------- */
 
-void PairNVAlchemi::tally_edge_forces()
+struct PairNVAlchemi::Tally : public NVAlchemi::ShareConsumer {
+  explicit Tally(PairNVAlchemi *pair) : pair(pair) {}
+  void edge_forces(const NVAlchemi::Graph &graph, const double *g) override
+  {
+    pair->add_edge_forces(graph, g);
+    if (!pair->vflag_atom || !g) return;
+    double **vatom = pair->vatom;
+    const int64_t *edges = graph.edges.data();
+    const double *rij = graph.edge_vectors.data();
+    for (int64_t e = 0; e < graph.num_edges(); ++e) {
+      const int i = graph.row_atom[edges[2 * e + 1]], j = graph.row_atom[edges[2 * e]];
+      for (int v = 0; v < 6; ++v) {
+        const double half = 0.5 * (rij[3 * e + VIRIAL_VOIGT[v][0]] * -g[3 * e + VIRIAL_VOIGT[v][1]]);
+        vatom[i][v] += half;
+        vatom[j][v] += half;
+      }
+    }
+  }
+  void row_forces(const NVAlchemi::Graph &graph, const double *forces, int64_t rows,
+                  double weight) override
+  {
+    double **f = pair->atom->f;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int d = 0; d < 3; ++d) f[graph.row_atom[r]][d] += weight * forces[3 * r + d];
+  }
+  bool wants_virial() const override { return pair->vflag_global != 0; }
+  void virial(const double w[6]) override
+  {
+    for (int v = 0; v < 6; ++v) pair->virial[v] += w[v];
+  }
+  PairNVAlchemi *pair;
+};
+
+void PairNVAlchemi::tally_forces()
 {
   State &s = *state;
-  const double *grad = s.outputs.edge_gradients.get();
-  add_edge_forces(s.graph, grad);
-  if (!vflag_either || !grad) return;
+  Tally tally(this);
+  const NVAlchemi::RankResult result = s.result(domain, comm->nprocs);
+  if (!NVAlchemi::consolidate_share(result, tally))
+    error->all(FLERR, Error::NOLASTLINE,
+               "The global virial without F dot r (pair_modify nofdotr) with force strategy "
+               "'model' needs the spec to declare model output 'virial' [1,3,3] or the "
+               "toolkit's 'stress' [1,3,3] per_graph, or per-atom virials '{}' [N,3,3] per_node",
+               *s.spec.node_virial_key);
+  if (!vflag_atom || s.share.differentiate) return;
 
-  const int nlocal = atom->nlocal;
-  const std::vector<int> &row_atom = s.graph.row_atom;
-  const int64_t *edges = s.graph.edges.data();
-  const double *rij = s.graph.edge_vectors.data();
-  for (int64_t e = 0; e < s.graph.num_edges(); ++e) {
-    const double *g = grad + 3 * e;
-    const double *r = rij + 3 * e;
-    ev_tally_xyz(row_atom[edges[2 * e + 1]], row_atom[edges[2 * e]], nlocal, 1, 0.0, 0.0, -g[0],
-                 -g[1], -g[2], r[0], r[1], r[2]);
-  }
+  const std::string &key = *s.spec.node_virial_key;
+  if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
+    error->all(FLERR, Error::NOLASTLINE,
+               "Per-atom virials with force strategy 'model' need the spec to declare output "
+               "'{}' per_node",
+               key);
+  const auto &w = NVAlchemi::row_output(s.outputs, key, s.graph, 9, "Per-atom virials").values;
+  const double weight = NVAlchemi::row_weight(s.output_spec(key), comm->nprocs);
+  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph); r < n; ++r)
+    for (int v = 0; v < 6; ++v)
+      vatom[s.graph.row_atom[r]][v] += weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
 }
 
 void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph, const double *edge_gradients)
@@ -700,56 +585,18 @@ void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph, const double 
 }
 
 /* ----------------------------------------------------------------------
-   model-internal forces, virial [3,3] and per-atom virials [N,3,3], rows
-   consolidated by their spec (W_ab = sum r_a f_b, LAMMPS order xx yy zz
-   xy xz yz)
-------------------------------------------------------------------------- */
-
-void PairNVAlchemi::tally_model_forces()
-{
-  State &s = *state;
-  const std::vector<int> &row_atom = s.graph.row_atom;
-  const std::string purpose = "Force strategy 'model'";
-
-  double **f = atom->f;
-  const OutputSpec &declared = s.output_spec("forces");
-  const double weight = NVAlchemi::row_weight(declared, comm->nprocs);
-  const auto &forces = NVAlchemi::row_output(s.outputs, "forces", s.graph, 3, purpose).values;
-  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(declared, s.graph); r < n; ++r)
-    for (int d = 0; d < 3; ++d) f[row_atom[r]][d] += weight * forces[3 * r + d];
-
-  if (vflag_global &&
-      !NVAlchemi::add_model_virial(s.spec, s.graph, s.outputs,
-                                   domain->xprd * domain->yprd * domain->zprd, comm->nprocs,
-                                   "The global virial", virial))
-    error->all(FLERR, Error::NOLASTLINE,
-               "The global virial without F dot r (pair_modify nofdotr) with force strategy "
-               "'model' needs the spec to declare model output 'virial' [1,3,3] or the "
-               "toolkit's 'stress' [1,3,3] per_graph, or per-atom virials '{}' [N,3,3] per_node",
-               *s.spec.node_virial_key);
-  if (vflag_atom) {
-    const std::string &key = *s.spec.node_virial_key;
-    if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
-      error->all(FLERR, Error::NOLASTLINE,
-                 "Per-atom virials with force strategy 'model' need the spec to declare output "
-                 "'{}' per_node",
-                 key);
-    const auto &w = NVAlchemi::row_output(s.outputs, key, s.graph, 9, "Per-atom virials").values;
-    const double row_weight = NVAlchemi::row_weight(s.output_spec(key), comm->nprocs);
-    for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph); r < n; ++r)
-      for (int v = 0; v < 6; ++v)
-        vatom[row_atom[r]][v] +=
-            row_weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
-  }
-}
-
-/* ----------------------------------------------------------------------
    extra outputs, consolidated on demand (collective); the checks of what
    was declared are the same on every rank, those of what the model
    returned are rank-local
 ------------------------------------------------------------------------- */
 
-const OutputSpec &PairNVAlchemi::requested_output(const char *name, bool peratom)
+const double *PairNVAlchemi::peratom_output(const char *name, int width)
+{ return consolidated_output(name, true, width); }
+
+const double *PairNVAlchemi::global_output(const char *name, int size)
+{ return consolidated_output(name, false, size); }
+
+const double *PairNVAlchemi::consolidated_output(const char *name, bool peratom, int n)
 {
   State &s = *state;
   auto declared = s.spec.outputs.find(name);
@@ -765,119 +612,35 @@ const OutputSpec &PairNVAlchemi::requested_output(const char *name, bool peratom
                peratom ? "per_node" : "per_graph");
   if (s.evaluations == 0)
     error->all(FLERR, Error::NOLASTLINE, "Model output '{}' requested before the model ran", name);
-  return declared->second;
-}
 
-const double *PairNVAlchemi::peratom_output(const char *name, int width)
-{
-  State &s = *state;
-  const OutputSpec &declared = requested_output(name, true);
   State::Consolidated &c = s.consolidated[name];
   if (c.evaluation == s.evaluations) return c.values.data();
-
-  const NVAlchemi::OutputTensor *t = nullptr;
   stop_on_output_error(lmp, s.model_file, [&] {
-    t = &NVAlchemi::row_output(s.outputs, name, s.graph, width, "compute nvalchemi/atom");
+    const NVAlchemi::RankResult result = s.result(domain, comm->nprocs);
+    if (peratom)
+      NVAlchemi::consolidated_per_atom(result, name, n, *s.atom_comm, c.values);
+    else
+      NVAlchemi::consolidated_global(result, name, n, *s.atom_comm, c.values);
   });
-  NVAlchemi::rows_to_atoms(s.graph, t->values.data(),
-                           NVAlchemi::consolidated_rows(declared, s.graph), width,
-                           atom->nlocal + atom->nghost, c.values);
-  if (NVAlchemi::sums_ghost_rows(declared)) reverse_sum(c.values.data(), width);
-  const double weight = NVAlchemi::row_weight(declared, comm->nprocs);
-  if (weight != 1.0)
-    for (double &value : c.values) value *= weight;
-  c.evaluation = s.evaluations;
-  return c.values.data();
-}
-
-const double *PairNVAlchemi::global_output(const char *name, int size)
-{
-  State &s = *state;
-  const OutputSpec &declared = requested_output(name, false);
-  State::Consolidated &c = s.consolidated[name];
-  if (c.evaluation == s.evaluations) return c.values.data();
-
-  stop_on_output_error(lmp, s.model_file, [&] {
-    c.values = NVAlchemi::sized_output(s.outputs, name, size, "compute nvalchemi/global").values;
-  });
-  if (declared.kind == OutputKind::PER_GRAPH) {
-    if (NVAlchemi::sums_over_ranks(declared)) {
-      const double weight = NVAlchemi::rank_share_weight(declared, comm->nprocs);
-      for (double &value : c.values) value *= weight;
-      MPI_Allreduce(MPI_IN_PLACE, c.values.data(), size, MPI_DOUBLE, MPI_SUM, world);
-    } else {    // already global and replicated: every rank reports rank 0's copy, counted once
-      MPI_Bcast(c.values.data(), size, MPI_DOUBLE, 0, world);
-    }
-  }    // GLOBAL passes through: each rank keeps its own value
   c.evaluation = s.evaluations;
   return c.values.data();
 }
 
 /* ----------------------------------------------------------------------
-   ghost atoms of a per-atom array take their owners' values, in passes of
-   at most comm_forward columns
+   the passes of the exchange ops' per-atom communication
 ------------------------------------------------------------------------- */
-
-void PairNVAlchemi::forward_copy(double *values, int width)
-{
-  comm_values = values;
-  comm_width = width;
-  for (comm_offset = 0; comm_offset < width; comm_offset += comm_forward)
-    comm->forward_comm(this, std::min(comm_forward, width - comm_offset));
-  comm_values = nullptr;
-}
 
 int PairNVAlchemi::pack_forward_comm(int n, int *list, double *buf, int /*pbc_flag*/, int * /*pbc*/)
-{
-  const int columns = std::min(comm_forward, comm_width - comm_offset);
-  int m = 0;
-  for (int i = 0; i < n; ++i)
-    for (int c = 0; c < columns; ++c)
-      buf[m++] = comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c];
-  return m;
-}
+{ return state->atom_comm->pack_forward(n, list, buf); }
 
 void PairNVAlchemi::unpack_forward_comm(int n, int first, double *buf)
-{
-  const int columns = std::min(comm_forward, comm_width - comm_offset);
-  int m = 0;
-  for (int i = first; i < first + n; ++i)
-    for (int c = 0; c < columns; ++c)
-      comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c] = buf[m++];
-}
-
-/* ----------------------------------------------------------------------
-   ghost-atom partials of a per-atom array summed into their owners, in
-   passes of at most comm_reverse columns
-------------------------------------------------------------------------- */
-
-void PairNVAlchemi::reverse_sum(double *values, int width)
-{
-  comm_values = values;
-  comm_width = width;
-  for (comm_offset = 0; comm_offset < width; comm_offset += comm_reverse)
-    comm->reverse_comm(this, std::min(comm_reverse, width - comm_offset));
-  comm_values = nullptr;
-}
+{ state->atom_comm->unpack_forward(n, first, buf); }
 
 int PairNVAlchemi::pack_reverse_comm(int n, int first, double *buf)
-{
-  const int columns = std::min(comm_reverse, comm_width - comm_offset);
-  int m = 0;
-  for (int i = first; i < first + n; ++i)
-    for (int c = 0; c < columns; ++c)
-      buf[m++] = comm_values[static_cast<size_t>(i) * comm_width + comm_offset + c];
-  return m;
-}
+{ return state->atom_comm->pack_reverse(n, first, buf); }
 
 void PairNVAlchemi::unpack_reverse_comm(int n, int *list, double *buf)
-{
-  const int columns = std::min(comm_reverse, comm_width - comm_offset);
-  int m = 0;
-  for (int i = 0; i < n; ++i)
-    for (int c = 0; c < columns; ++c)
-      comm_values[static_cast<size_t>(list[i]) * comm_width + comm_offset + c] += buf[m++];
-}
+{ state->atom_comm->unpack_reverse(n, list, buf); }
 
 /* ----------------------------------------------------------------------
    the last evaluation's share of energy, forces and virial, summed over
@@ -889,24 +652,10 @@ void PairNVAlchemi::decomposed_contribution(NVAlchemi::Contribution &c)
   State &s = *state;
   if (s.evaluations == 0)
     error->all(FLERR, Error::NOLASTLINE, "pair_style nvalchemi has not run its model yet");
-  c = NVAlchemi::Contribution();
   stop_on_output_error(lmp, s.model_file, [&] {
-    NVAlchemi::rank_share(s.spec, s.share, s.graph, s.outputs,
-                          domain->xprd * domain->yprd * domain->zprd, comm->nprocs, c,
-                          s.row_forces);
+    NVAlchemi::decomposed_contribution(s.result(domain, comm->nprocs), atom->nlocal,
+                                       *s.atom_comm, c, s.row_forces);
   });
-  const int nlocal = atom->nlocal;
-  std::vector<double> atom_forces;
-  NVAlchemi::rows_to_atoms(s.graph, s.row_forces.data(), s.graph.num_rows(), 3,
-                           nlocal + atom->nghost, atom_forces);
-  reverse_sum(atom_forces.data(), 3);
-  c.forces.assign(atom_forces.begin(), atom_forces.begin() + 3 * nlocal);
-
-  double sums[7] = {c.energy,    c.virial[0], c.virial[1], c.virial[2],
-                    c.virial[3], c.virial[4], c.virial[5]};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 7, MPI_DOUBLE, MPI_SUM, world);
-  c.energy = sums[0];
-  std::copy_n(sums + 1, 6, c.virial);
 }
 
 void PairNVAlchemi::reference_contribution(const std::vector<double> &x,
@@ -936,17 +685,14 @@ const NVAlchemi::Device &PairNVAlchemi::device() const
 double PairNVAlchemi::memory_usage()
 {
   const State &s = *state;
-  const NVAlchemi::Graph &g = s.graph;
-  double bytes = Pair::memory_usage();
-  bytes += static_cast<double>(g.row_atom.capacity() + s.atom_row.capacity()) * sizeof(int);
-  bytes += static_cast<double>(g.positions.capacity() + g.edge_vectors.capacity()) * sizeof(double);
-  bytes += static_cast<double>(g.atomic_numbers.capacity() + g.edges.capacity()) * sizeof(int64_t);
+  double bytes = Pair::memory_usage() + s.graph.memory_bytes() +
+      static_cast<double>(s.atom_row.capacity()) * sizeof(int);
   if (s.outputs.edge_gradients.get())
-    bytes += static_cast<double>(3 * g.num_edges()) * sizeof(double);
+    bytes += static_cast<double>(3 * s.graph.num_edges()) * sizeof(double);
   for (const auto &entry : s.outputs.tensors)
     bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
   for (const auto &entry : s.consolidated)
     bytes += static_cast<double>(entry.second.values.capacity()) * sizeof(double);
-  if (s.partition) bytes += s.partition->memory_bytes();
+  if (s.halo) bytes += s.halo->memory_bytes();
   return bytes;
 }

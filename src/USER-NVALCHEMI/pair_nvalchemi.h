@@ -25,7 +25,6 @@ namespace NVAlchemi {
   struct Contribution;
   struct Graph;
   struct Device;
-  struct OutputSpec;
 }    // namespace NVAlchemi
 
 class PairNVAlchemi : public Pair {
@@ -76,17 +75,11 @@ class PairNVAlchemi : public Pair {
 
  protected:
   struct State;    // model, spec and per-step buffers (LibTorch stays out of this header)
-  struct AtomCommunication;    // forward_copy / reverse_sum for the exchange ops
+  struct Tally;                // the consolidated forces and virials into LAMMPS' arrays
   State *state;
   double cutoff;
-  int threads;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
   StepSummary summary;
   double saved_cutghostuser;    // comm_modify cutoff before a deep halo raised it; < 0: untouched
-
-  // forward/reverse communication of `comm_width` values per atom, in passes of
-  // comm_forward / comm_reverse columns
-  double *comm_values;
-  int comm_width, comm_offset;
 
   virtual void allocate();
   // what a variant (the Kokkos style) does its own way: the neighbor list it asks for, this
@@ -94,18 +87,15 @@ class PairNVAlchemi : public Pair {
   virtual void request_neighbor_list();
   virtual void build_rank_graph(NVAlchemi::Graph &);
   virtual void add_edge_forces(const NVAlchemi::Graph &, const double *edge_gradients);
-  void load_model(const char *file);
-  void forward_copy(double *values, int width);
-  void reverse_sum(double *values, int width);
-  const NVAlchemi::OutputSpec &requested_output(const char *name, bool peratom);
-  NVAlchemi::Graph &partition_graph();
+  void apply_model();
+  const double *consolidated_output(const char *name, bool peratom, int n);
+  NVAlchemi::Graph &halo_model_graph();
   void pad_to_capacity(NVAlchemi::Graph &);
   void stop_on_exchange_mismatch();
   void check_exchange_calls();
   void report_narrow_comm();
   void tally_energy();
-  void tally_model_forces();
-  void tally_edge_forces();
+  void tally_forces();
 };
 
 }    // namespace LAMMPS_NS

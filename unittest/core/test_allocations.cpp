@@ -83,6 +83,7 @@ struct NoComm : AtomComm {
   void forward(double *, int) override {}
   void reverse(double *, int) override {}
   void sum_over_ranks(double *, int) override {}
+  void broadcast(double *, int) override {}
   void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                         int n) override
   { same_on_every_rank(values, lowest, highest, n); }

@@ -318,6 +318,7 @@ class FoldedComm : public AtomComm {
   {
     for (int k = 0; k < n; ++k) values[k] *= 2;    // two ranks holding the same value
   }
+  void broadcast(double *, int) override {}    // both ranks hold the same values
   void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                         int n) override
   { same_on_every_rank(values, lowest, highest, n); }

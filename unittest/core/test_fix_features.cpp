@@ -1,9 +1,7 @@
 // Unit tests: the LAMMPS-free parts of fix nvalchemi/dd's features: the drift fit, the force
 // guard and the extended-XYZ frames of snapshots.
 
-#include "nvalchemi_drift.h"
-#include "nvalchemi_extxyz.h"
-#include "nvalchemi_guard.h"
+#include "nvalchemi_monitor.h"
 
 #include "gtest/gtest.h"
 

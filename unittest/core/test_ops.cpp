@@ -201,3 +201,17 @@ TEST(ExchangeOps, RanksThatDisagreeStopBeforeCommunicating)
                                      "from the model after 0 exchange call(s)");
   }
 }
+
+TEST(ExchangeOps, TheMismatchErrorGroupsRanksByWhereTheyStood)
+{
+  const CallPoint refresh{0, ExchangeCall::REFRESH_NEIGHBORS, 32};
+  const CallPoint returned{0, ExchangeCall::RETURNED, 0};
+  EXPECT_EQ(where_ranks_stood({refresh, returned, refresh}),
+            "; ranks 0 2: exchange call 1 (refresh_neighbors, 32 values per row); rank 1: "
+            "returned from the model after 0 exchange call(s)");
+  std::vector<CallPoint> many(11, refresh);
+  many[10] = returned;
+  EXPECT_EQ(where_ranks_stood(many),
+            "; ranks 0 1 2 3 4 5 6 7 and 2 more: exchange call 1 (refresh_neighbors, 32 values "
+            "per row); rank 10: returned from the model after 0 exchange call(s)");
+}

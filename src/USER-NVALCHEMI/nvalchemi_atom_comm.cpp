@@ -1,0 +1,90 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: per-atom communication through a pair style.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_atom_comm.h"
+
+#include "atom.h"
+#include "comm.h"
+#include "lammps.h"
+#include "pair.h"
+
+#include "nvalchemi_halo.h"
+
+#include <algorithm>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  int PairAtomComm::num_atoms() const
+  { return lmp->atom->nlocal + lmp->atom->nghost; }
+
+  // ghost atoms take their owners' values
+  void PairAtomComm::forward(double *v, int w)
+  {
+    values = v;
+    width = w;
+    for (offset = 0; offset < w; offset += pair->comm_forward) {
+      columns = std::min(pair->comm_forward, w - offset);
+      lmp->comm->forward_comm(pair, columns);
+    }
+    values = nullptr;
+  }
+
+  // ghost atoms' partials are summed into their owners
+  void PairAtomComm::reverse(double *v, int w)
+  {
+    values = v;
+    width = w;
+    for (offset = 0; offset < w; offset += pair->comm_reverse) {
+      columns = std::min(pair->comm_reverse, w - offset);
+      lmp->comm->reverse_comm(pair, columns);
+    }
+    values = nullptr;
+  }
+
+  void PairAtomComm::sum_over_ranks(double *v, int n)
+  { MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, lmp->world); }
+
+  void PairAtomComm::broadcast(double *v, int n)
+  { MPI_Bcast(v, n, MPI_DOUBLE, 0, lmp->world); }
+
+  void PairAtomComm::range_over_ranks(const int64_t *v, int64_t *lowest, int64_t *highest, int n)
+  { mpi_range(lmp->world, v, lowest, highest, n); }
+
+  int PairAtomComm::pack_forward(int n, const int *list, double *buf) const
+  {
+    int m = 0;
+    for (int i = 0; i < n; ++i)
+      for (int c = 0; c < columns; ++c)
+        buf[m++] = values[static_cast<size_t>(list[i]) * width + offset + c];
+    return m;
+  }
+
+  void PairAtomComm::unpack_forward(int n, int first, const double *buf)
+  {
+    int m = 0;
+    for (int i = first; i < first + n; ++i)
+      for (int c = 0; c < columns; ++c)
+        values[static_cast<size_t>(i) * width + offset + c] = buf[m++];
+  }
+
+  int PairAtomComm::pack_reverse(int n, int first, double *buf) const
+  {
+    int m = 0;
+    for (int i = first; i < first + n; ++i)
+      for (int c = 0; c < columns; ++c)
+        buf[m++] = values[static_cast<size_t>(i) * width + offset + c];
+    return m;
+  }
+
+  void PairAtomComm::unpack_reverse(int n, const int *list, const double *buf)
+  {
+    int m = 0;
+    for (int i = 0; i < n; ++i)
+      for (int c = 0; c < columns; ++c)
+        values[static_cast<size_t>(list[i]) * width + offset + c] += buf[m++];
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

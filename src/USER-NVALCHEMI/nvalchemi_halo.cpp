@@ -1,0 +1,103 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: the halo modes (doc/Howto_nvalchemi_spec.rst).
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_halo.h"
+
+#include "nvalchemi_graph_partition.h"
+#include "nvalchemi_row_exchange.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  namespace {
+    // local and layerwise: the rank's atoms within one cutoff; a layerwise model refreshes its
+    // ghost rows between layers, and ghost rows hold partials owed to their owners
+    class AtomHalo : public Halo {
+     public:
+      AtomHalo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms) : Halo(mode)
+      { exchange = std::make_unique<RowExchange>(rank_graph, atoms, false); }
+    };
+
+    // deep: the ghosts within L cutoffs, with edges of their own, so that L layers of message
+    // passing on this rank see all the owned atoms need; owned rows of an edge sum are complete
+    class DeepHalo : public Halo {
+     public:
+      DeepHalo(const Graph &rank_graph, AtomComm &atoms) : Halo(HaloMode::DEEP)
+      { exchange = std::make_unique<RowExchange>(rank_graph, atoms, true); }
+      bool ghost_receivers() const override { return true; }
+      double ghost_cutoff(double cutoff, double skin, int layers) const override
+      { return std::max(1, layers) * cutoff + skin; }
+    };
+
+    // gp: the model's rows are the whole system's atoms (nvalchemi_graph_partition)
+    class PartitionHalo : public Halo {
+     public:
+      explicit PartitionHalo(MPI_Comm world) : Halo(HaloMode::GP)
+      {
+        auto owned = std::make_unique<GraphPartition>(world);
+        partition = owned.get();
+        exchange = std::move(owned);
+      }
+      bool maps_atoms_by_id() const override { return true; }
+      bool exchanges_through_atom_comm() const override { return false; }
+      Graph &model_graph(Graph &rank_graph,
+                         const std::function<int64_t(int64_t)> &atom_id) override
+      {
+        row_ids.resize(rank_graph.num_rows());
+        for (int64_t r = 0; r < rank_graph.num_rows(); ++r) row_ids[r] = atom_id(r);
+        partition->build(rank_graph, row_ids);
+        return partition->graph();
+      }
+      void to_rank_rows(const MLIPSpec &spec, const Graph &rank_graph,
+                        ModelOutputs &outputs) override
+      { partition->to_halo_rows(spec, rank_graph, outputs); }
+      double memory_bytes() const override
+      { return partition->memory_bytes() + static_cast<double>(row_ids.capacity()) * 8; }
+
+     private:
+      GraphPartition *partition;        // the exchanger, owned by the base
+      std::vector<int64_t> row_ids;    // atom ID of each row of the rank's graph, scratch
+    };
+  }    // namespace
+
+  std::unique_ptr<Halo> make_halo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms,
+                                  MPI_Comm world)
+  {
+    switch (mode) {
+      case HaloMode::LOCAL:
+      case HaloMode::LAYERWISE:
+        return std::make_unique<AtomHalo>(mode, rank_graph, atoms);
+      case HaloMode::DEEP:
+        return std::make_unique<DeepHalo>(rank_graph, atoms);
+      case HaloMode::GP:
+        return std::make_unique<PartitionHalo>(world);
+    }
+    throw std::invalid_argument("unknown halo mode");
+  }
+
+  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n)
+  {
+    // the maximum as the minimum of the negated values, in one all-reduce without allocation
+    if (n > MAX_RANGE_VALUES)
+      throw std::invalid_argument("mpi_range: at most " + std::to_string(MAX_RANGE_VALUES) +
+                                  " values");
+    int64_t both[2 * MAX_RANGE_VALUES];
+    for (int k = 0; k < n; ++k) {
+      both[k] = values[k];
+      both[n + k] = -values[k];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, both, 2 * n, MPI_INT64_T, MPI_MIN, comm);
+    for (int k = 0; k < n; ++k) {
+      lowest[k] = both[k];
+      highest[k] = -both[n + k];
+    }
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS

@@ -1,0 +1,84 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the halo mode of a run as one object. It owns what the mode asks of LAMMPS
+   (the neighbor list, the ghost cutoff, atom IDs), the graph the model sees and how its rows
+   map back to the rank's atoms, and the exchanger the exchange ops use. The pair style asks the
+   halo and never the mode's name; a new halo mode is a class in nvalchemi_halo.cpp and one line
+   in make_halo (with its exchanger in a unit of its own when it needs a new one).
+   MPI only: no LAMMPS classes, no LibTorch.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_HALO_H
+#define LMP_NVALCHEMI_HALO_H
+
+#include "nvalchemi_exchange.h"
+#include "nvalchemi_spec.h"
+
+#include <functional>
+#include <memory>
+#include <mpi.h>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  class AtomComm;
+  struct Graph;
+  struct ModelOutputs;
+
+  class Halo {
+   public:
+    explicit Halo(HaloMode mode) : which(mode) {}
+    virtual ~Halo() = default;
+    HaloMode mode() const { return which; }
+
+    // Ghost atoms receive edges of their own (a full neighbor list with the ghosts' lists:
+    // LAMMPS' Pair::ghostneigh): every edge into an owned row is then on this rank, and a
+    // multi-layer model needs no exchange between its layers. Otherwise the rank's graph comes
+    // from a half list without newton (each owned pair once, each owned-ghost pair on both
+    // ranks).
+    virtual bool ghost_receivers() const { return false; }
+    // The ghost cutoff the mode needs for a model of `layers` message-passing layers, or 0
+    // where LAMMPS' default (the pair cutoff plus the skin) serves.
+    virtual double ghost_cutoff(double /*cutoff*/, double /*skin*/, int /*layers*/) const
+    { return 0.0; }
+    // Ghost atoms are matched to rows by atom ID: LAMMPS must keep atom IDs.
+    virtual bool maps_atoms_by_id() const { return false; }
+    // The exchange calls move rows through the pair style's per-atom communication (AtomComm),
+    // in passes of its communication width; otherwise in one collective per call.
+    virtual bool exchanges_through_atom_comm() const { return true; }
+
+    // The graph the model sees, made from this rank's graph (`atom_id`: the atom ID of one of
+    // its rows). Collective where the mode's graph spans ranks. Throws std::runtime_error.
+    virtual Graph &model_graph(Graph &rank_graph,
+                               const std::function<int64_t(int64_t)> & /*atom_id*/)
+    { return rank_graph; }
+    // The model's per-node outputs as rows of this rank's graph, which everything after the
+    // model call (tallies, consolidated outputs, validation) reads. Collective where
+    // model_graph is.
+    virtual void to_rank_rows(const MLIPSpec &, const Graph & /*rank_graph*/, ModelOutputs &) {}
+
+    // The exchange ops' implementation for this mode.
+    MeasuredExchanger &exchanger() { return *exchange; }
+    // bytes the mode holds beyond the rank's graph
+    virtual double memory_bytes() const { return 0.0; }
+
+   protected:
+    std::unique_ptr<MeasuredExchanger> exchange;
+
+   private:
+    HaloMode which;
+  };
+
+  // The halo of `mode` for a rank whose graph is `rank_graph` (filled before every model call),
+  // whose per-atom arrays `atoms` communicates, on the ranks of `world`.
+  std::unique_ptr<Halo> make_halo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms,
+                                  MPI_Comm world);
+
+  // Collective over `comm`: element-wise minimum and maximum of `values` [n], n at most
+  // MAX_RANGE_VALUES (one all-reduce): what an exchanger's range_over_ranks does with MPI.
+  static constexpr int MAX_RANGE_VALUES = 4;
+  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif
