@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace LAMMPS_NS {
 class LAMMPS;
@@ -30,6 +31,22 @@ namespace NVAlchemi {
     std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
     int threads = 0;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
   };
+
+  // The device this rank runs pair_style nvalchemi's model on (choose_device, with the rank's
+  // place among the ranks of its node), said in rank 0's log; an impossible request is an
+  // error on every rank. Collective.
+  Device rank_device(LAMMPS *lmp, const Device *requested);
+
+  // Loads each operator library (load_op_library) on every rank, in order, and says so in rank
+  // 0's log; a file that cannot be loaded is an error on every rank. Collective.
+  void load_op_libraries(LAMMPS *lmp, const std::vector<std::string> &files);
+
+  // The toolkit's adapter status: the operators model `file` calls beyond ATen and the exchange
+  // ops (`called`, found in the model) and those its spec lists (`listed`, custom_ops), each
+  // registered or not, as a table in rank 0's log; one that is not is an error naming it.
+  // The same on every rank (collective error).
+  void check_operators(LAMMPS *lmp, const std::string &file, const std::vector<std::string> &called,
+                       const std::vector<std::string> &listed);
 
   // Collective. pair_style nvalchemi <model> [spec <preset>] [halo <mode>]
   // [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N]

@@ -9,6 +9,7 @@
 #define LMP_NVALCHEMI_REFERENCE_H
 
 #include "nvalchemi_consolidate.h"
+#include "nvalchemi_model.h"
 
 #include <string>
 #include <vector>
