@@ -22,23 +22,22 @@ namespace NVAlchemi {
   // ghost atoms take their owners' values
   void PairAtomComm::forward(double *v, int w)
   {
-    values = v;
-    width = w;
-    for (offset = 0; offset < w; offset += pair->comm_forward) {
-      columns = std::min(pair->comm_forward, w - offset);
-      lmp->comm->forward_comm(pair, columns);
-    }
-    values = nullptr;
+    in_passes(v, w, pair->comm_forward, [&] { lmp->comm->forward_comm(pair, columns); });
   }
 
   // ghost atoms' partials are summed into their owners
   void PairAtomComm::reverse(double *v, int w)
   {
+    in_passes(v, w, pair->comm_reverse, [&] { lmp->comm->reverse_comm(pair, columns); });
+  }
+
+  void PairAtomComm::in_passes(double *v, int w, int per_pass, const std::function<void()> &pass)
+  {
     values = v;
     width = w;
-    for (offset = 0; offset < w; offset += pair->comm_reverse) {
-      columns = std::min(pair->comm_reverse, w - offset);
-      lmp->comm->reverse_comm(pair, columns);
+    for (offset = 0; offset < w; offset += per_pass) {
+      columns = std::min(per_pass, w - offset);
+      pass();
     }
     values = nullptr;
   }

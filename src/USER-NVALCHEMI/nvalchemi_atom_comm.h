@@ -10,6 +10,8 @@
 
 #include "nvalchemi_row_exchange.h"
 
+#include <functional>
+
 namespace LAMMPS_NS {
 class LAMMPS;
 class Pair;
@@ -38,6 +40,8 @@ namespace NVAlchemi {
     Pair *pair;
     double *values = nullptr;    // [num_atoms][width] of the call in progress
     int width = 0, offset = 0, columns = 0;    // the pass: columns [offset, offset + columns)
+    // `pass` moves columns [offset, offset + columns) of `v` [num_atoms][w], per_pass at a time
+    void in_passes(double *v, int w, int per_pass, const std::function<void()> &pass);
   };
 
 }    // namespace NVAlchemi
