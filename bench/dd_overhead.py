@@ -4,7 +4,7 @@ one run: time per step with each hook configuration against the same run without
     build/venv/bin/python bench/dd_overhead.py --lmp build/lammps/lmp --model potentials/lj_ar.pt
 
 Prints one JSON object per (atoms, ranks, variant): seconds per step (LAMMPS' "Loop time") and
-the ratio to the run without the fix. The hook variants call potentials/hooks.py's centre
+the ratio to the run without the fix. The hook variants call models/hooks.py's centre
 umbrella (in scope local it biases each rank's own centre: a cost measurement only). CPU
 timings of a shared machine: compare the ratios, not the absolute times.
 """
@@ -19,7 +19,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
 from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
 
-HOOKS = os.path.join(os.path.dirname(__file__), "..", "potentials", "hooks.py")
+HOOKS = os.path.join(os.path.dirname(__file__), "..", "models", "hooks.py")
 
 INPUT = """{system}pair_style nvalchemi {model}
 pair_coeff * * Ar

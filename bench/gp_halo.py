@@ -1,5 +1,5 @@
 """Halo mode gp (graph partition) against layerwise halo for the SchNet-style model
-(potentials/schnet.py, the layerwise build: one model file runs in both modes) over system size,
+(models/schnet.py, the layerwise build: one model file runs in both modes) over system size,
 depth (message-passing layers) and ranks, measured in one run.
 
     build/venv/bin/python bench/gp_halo.py --lmp build/lammps/lmp
@@ -18,10 +18,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-sys.path.insert(0, os.path.join(HERE, "..", "potentials"))
+sys.path.insert(0, os.path.join(HERE, "..", "models"))
 from harness import last_run_column, melt_commands, run_lammps, seconds_per_step, timed_run_commands  # noqa: E402,E501
 import schnet  # noqa: E402
-from nvalchemi_export import save_model  # noqa: E402
+from nvalchemi_lammps.export import save_model  # noqa: E402
 
 INPUT = """{system}pair_style nvalchemi {model} halo {mode}
 pair_coeff * * Ar

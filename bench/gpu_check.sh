@@ -96,7 +96,7 @@ run() {
 
   # the reference models were written by the development machine's torch; where this torch
   # cannot read them, stop rather than compare other weights
-  PYTHONPATH=$ROOT/potentials "$python" -c "import sys, torch, nvalchemi_ops
+  PYTHONPATH=$ROOT/python "$python" -c "import sys, torch, nvalchemi_lammps.ops
 [torch.jit.load(f) for f in sys.argv[1:]]" "$BUNDLE"/models/*.pt ||
     { echo "gpu_check.sh: this torch cannot load the reference models" >&2; exit 1; }
 

@@ -1,4 +1,4 @@
-"""Layerwise vs deep halo for the 3-layer SchNet-style model (potentials/schnet.py), measured in
+"""Layerwise vs deep halo for the 3-layer SchNet-style model (models/schnet.py), measured in
 one run on the same systems and ranks, for each model format asked for (--format pt pt2: the
 TorchScript and the AOTInductor build of the same weights).
 

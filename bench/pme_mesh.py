@@ -1,4 +1,4 @@
-"""The particle-mesh model (potentials/pme.py) over mesh size and ranks: what the whole-mesh
+"""The particle-mesh model (models/pme.py) over mesh size and ranks: what the whole-mesh
 all-reduce (torch.ops.nvalchemi.rank_sum) and the FFT every rank repeats cost, measured in one run.
 
     build/venv/bin/python bench/pme_mesh.py --lmp build/lammps/lmp
@@ -18,10 +18,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-sys.path.insert(0, os.path.join(HERE, "..", "potentials"))
+sys.path.insert(0, os.path.join(HERE, "..", "models"))
 from harness import last_run_column, run_lammps, seconds_per_step, timed_run_commands  # noqa: E402
 import pme  # noqa: E402
-from nvalchemi_export import save_model  # noqa: E402
+from nvalchemi_lammps.export import save_model  # noqa: E402
 
 INPUT = """units metal
 atom_style atomic

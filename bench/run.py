@@ -27,9 +27,9 @@ from typing import Dict
 
 import torch
 
+from nvalchemi_lammps.export import save_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "potentials"))
-from nvalchemi_export import save_model  # noqa: E402
 
 
 class Zero(torch.nn.Module):

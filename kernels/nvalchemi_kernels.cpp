@@ -10,7 +10,7 @@
    with eps, s and offset looked up per edge type, in one pass over the edges,
    and its backward (the gradient with respect to the edge vectors) as an
    autograd function of its own, lj_edge_energy_backward. The same schema in
-   plain PyTorch is potentials/nvalchemi_kernels.py, for scripting models.
+   plain PyTorch is models/nvalchemi_kernels.py, for scripting models.
 ------------------------------------------------------------------------- */
 
 #include <torch/csrc/autograd/custom_function.h>

@@ -88,3 +88,9 @@ ase_version=3.26.0
 if ! "$venv/bin/python" -c "import ase, sys; sys.exit(ase.__version__ != '$ase_version')" 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check "ase==$ase_version"
 fi
+# the package's model tools (python/, nvalchemi_lammps), editable: the reference-model scripts
+# and the tests import them as users do
+repo=$(cd "$(dirname "$0")/.." && pwd)
+if ! "$venv/bin/python" -c "import nvalchemi_lammps.export" 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$repo/python"
+fi

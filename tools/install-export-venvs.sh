@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the model export tools (potentials/, the nvalchemi-lammps Python package) with their
+# Installs the model export tools (python/, the nvalchemi-lammps Python package) with their
 # optional dependencies into virtual environments of their own under the build directory, for
 # the export tests: venv-mace (mace-torch and the e3nn 0.4 it pins) and venv-nequip (nequip,
 # nequip-allegro and their e3nn 0.6); and venv-torch-only, PyTorch and nothing else, into which
@@ -19,13 +19,13 @@ torch_version=2.13.0
 mace_pins=(mace-torch==0.3.16 e3nn==0.4.4)
 nequip_pins=(nequip==0.19.1 nequip-allegro==0.8.3 e3nn==0.6.0)
 
-# install <venv name> <extra> <pins...>: the package (editable, so potentials/ edits take effect)
+# install <venv name> <extra> <pins...>: the package (editable, so python/ edits take effect)
 # with one extra, the pins applied
 install() {
   local venv="$build_dir/$1" extra=$2
   shift 2
   local stamp_text
-  stamp_text="torch==$torch_version $* $(sha256sum "$repo/potentials/pyproject.toml" | cut -d' ' -f1)"
+  stamp_text="torch==$torch_version $* $(sha256sum "$repo/python/pyproject.toml" | cut -d' ' -f1)"
   if [ -f "$venv/.nvalchemi-stamp" ] && [ "$(cat "$venv/.nvalchemi-stamp")" = "$stamp_text" ]; then
     return 0
   fi
@@ -33,7 +33,7 @@ install() {
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch_version"
-  "$venv/bin/pip" install -q --disable-pip-version-check -e "$repo/potentials[$extra]" "$@"
+  "$venv/bin/pip" install -q --disable-pip-version-check -e "$repo/python[$extra]" "$@"
   echo "$stamp_text" > "$venv/.nvalchemi-stamp"
 }
 

@@ -1,6 +1,6 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI: the AOTInductor model runner (.pt2 packages written by
-   potentials/nvalchemi_export.save_aoti_model). The compiled program takes the
+   nvalchemi_lammps.export.save_aoti_model). The compiled program takes the
    contract's seven inputs positionally and returns (atomic energies, the
    gradient of the owned rows' energy sum with respect to edge_vectors): an
    exported program cannot be differentiated from C++, so it holds its backward
@@ -25,7 +25,7 @@ namespace LAMMPS_NS {
 namespace NVAlchemi {
 
   namespace {
-    // the package's metadata entry naming the energy output (nvalchemi_export.AOTI_ENERGY_OUTPUT)
+    // the package's metadata entry naming the energy output (nvalchemi_lammps.export.AOTI_ENERGY_OUTPUT)
     constexpr const char *ENERGY_OUTPUT = "nvalchemi_energy_output";
 
     // The package's bytes in a file of its own for the loader, removed when done with.

@@ -3,7 +3,7 @@
    scatter_to_owners, system_sum, rank_sum}, their autograd and their
    backward ops (<op>_backward), on top of the current Exchanger, which
    agrees each communicating call with the other ranks first (LibTorch
-   translation unit; no LAMMPS). The schemas match potentials/nvalchemi_ops.py.
+   translation unit; no LAMMPS). The schemas match python/nvalchemi_lammps/ops.py.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_ops.h"

@@ -215,7 +215,7 @@ namespace NVAlchemi {
     if (text.empty())
       lmp->error->all(FLERR, 1,
                  "Model {} has no USER-NVALCHEMI metadata ({} inside the archive): write the model "
-                 "with the package's Python helper nvalchemi_export.save_model (the model contract "
+                 "with the package's Python helper nvalchemi_lammps.export.save_model (the model contract "
                  "of the USER-NVALCHEMI documentation)",
                  file, METADATA_FILE);
     try {

@@ -1,6 +1,6 @@
 """A tiny random MACE model (mace-torch; 2 interactions, H and O, r_max 3 A, fixed seed) saved as
 mace-torch saves a trained one, and its exports by the one command a user runs,
-nvalchemi-mace-export (potentials/mace_export.py, installed with the nvalchemi-lammps package
+nvalchemi-mace-export (python/nvalchemi_lammps/mace_export.py, installed with the nvalchemi-lammps package
 next to this Python): halo layerwise and deep, float64 and float32; an output named .pt2 is
 refused.
 

@@ -1,6 +1,6 @@
 """Tiny random nequip-framework models from minimal configs (fixed seeds, H and O, r_max 3 A):
 a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
-their exports by nequip_export (potentials/nequip_export.py): NequIP in halo modes layerwise and
+their exports by nequip_export (python/nvalchemi_lammps/nequip_export.py): NequIP in halo modes layerwise and
 deep as TorchScript, layerwise also as AOTInductor; Allegro as TorchScript. And the path a user
 takes: nequip-train on nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which
 the nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
@@ -15,8 +15,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "potentials"))
-import nequip_export  # noqa: E402
+from nvalchemi_lammps import nequip_export
 
 R_MAX = 3.0
 COMMON = dict(seed=20261201, model_dtype="float64", r_max=R_MAX, type_names=["H", "O"], avg_num_neighbors=6.0,

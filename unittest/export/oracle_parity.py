@@ -1,4 +1,4 @@
-"""A MACE, NequIP or Allegro model exported by potentials/mace_export.py or nequip_export.py, run
+"""A MACE, NequIP or Allegro model exported by python/nvalchemi_lammps/mace_export.py or nequip_export.py, run
 by pair_style nvalchemi on N ranks, against the framework's own ASE calculator on the whole
 periodic cell (the oracle: mace-torch or nequip evaluating the model it built, never this
 package) and against the same export on 1 rank.
@@ -19,8 +19,7 @@ import torch
 from ase import Atoms
 from ase.data import atomic_masses, atomic_numbers
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lammps"))
-from harness import relative_difference, run_snapshots, snapshot_commands  # noqa: E402
+from harness import relative_difference, run_snapshots, snapshot_commands
 
 NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
 DUMP_COLUMNS = "id type xu yu zu fx fy fz"

@@ -35,8 +35,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "potentials"))
-import nvalchemi_ops  # noqa: E402,F401  (single-process torch.ops.nvalchemi for the oracle)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))  # the reference models
+import nvalchemi_lammps.ops  # noqa: E402,F401  (single-process torch.ops.nvalchemi for the oracle)
 import schnet  # noqa: E402
 
 SETUP = """units lj

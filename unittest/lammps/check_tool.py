@@ -1,4 +1,4 @@
-"""nvalchemi-check (potentials/nvalchemi_check.py) gives the right verdict: models that run
+"""nvalchemi-check (python/nvalchemi_lammps/check.py) gives the right verdict: models that run
 correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
 built for halo mode deep checked as layerwise, a model that fails on a rank without atoms, a
 model that skips its exchange call on a rank without atoms (which save_model refuses to write)
@@ -22,8 +22,7 @@ from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-from nvalchemi_export import METADATA_FILE, make_metadata, save_model  # noqa: E402
+from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model
 
 
 class GhostSum(torch.nn.Module):
@@ -119,7 +118,7 @@ def main():
         torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
         expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])
         if args.export:
-            schnet = os.path.join(os.path.dirname(__file__), "..", "..", "potentials", "schnet.py")
+            schnet = os.path.join(os.path.dirname(__file__), "..", "..", "models", "schnet.py")
             for name in ("schnet_cli.pt", "schnet_cli.pt2"):
                 path = os.path.join(workdir, name)
                 proc = subprocess.run([args.python, args.export, f"{schnet}:SchNet", "--kwargs", '{"layerwise": true}',

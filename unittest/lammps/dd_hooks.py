@@ -34,7 +34,7 @@ import torch
 
 from harness import make_system, read_dumps, relative_difference, run_lammps, thermo_table
 
-HOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "potentials", "hooks.py")
+HOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "models", "hooks.py")
 
 STATS = " ".join(f"f_dd[{i}]" for i in range(1, 14))
 

@@ -1,12 +1,13 @@
 """Every LAMMPS snippet of README.md and doc/*.rst runs as shown, with the package's shipped
-models (potentials/) and hook modules (examples/dd/).
+models (potentials/) and hook modules (examples/dd/); the Python blocks import the installed
+package (nvalchemi_lammps).
 
 Snippets: the ```lammps blocks of README.md and the `.. code-block:: LAMMPS` blocks of doc/*.rst
 outside "Syntax" sections; each paragraph (lines between blank lines) is one input. It runs on 2
 ranks after a small LJ-units system (as many atom types as its `pair_coeff * *` names; the
 package's LJ model when it sets no pair style) and before `run 2`, in a directory where
-`potentials/`, `examples/` and `build-plugin/` are the repository's folders and the built plugin.
-The `.. code-block:: python` blocks run too, from the same directory. The JSON block of
+`potentials/`, `examples/`, `models/` and `build-plugin/` are the repository's folders and the built
+plugin. The `.. code-block:: python` blocks run too, from the same directory. The JSON block of
 doc/Howto_nvalchemi_spec.rst must be the effective spec LAMMPS prints for potentials/lj_ar.pt.
 """
 
@@ -106,7 +107,7 @@ def main():
     sources = [os.path.join(args.repo, "README.md")] + sorted(glob.glob(os.path.join(args.repo, "doc", "*.rst")))
     failures, ran, lj_spec = [], 0, None
     with tempfile.TemporaryDirectory(prefix="nvalchemi-doc-") as workdir:
-        for name in ("potentials", "examples"):
+        for name in ("potentials", "examples", "models"):
             os.symlink(os.path.join(args.repo, name), os.path.join(workdir, name))
         os.symlink(os.path.dirname(os.path.abspath(args.plugin)), os.path.join(workdir, "build-plugin"))
         for source in sources:
@@ -126,7 +127,7 @@ def main():
                 for n, snippet in enumerate(paragraphs(text)):
                     rundir = os.path.join(workdir, f"{os.path.basename(source)}.{line}.{n}")
                     os.makedirs(rundir)
-                    for name in ("potentials", "examples", "build-plugin"):
+                    for name in ("potentials", "examples", "models", "build-plugin"):
                         os.symlink(os.path.join(workdir, name), os.path.join(rundir, name))
                     with open(os.path.join(rundir, "in.snippet"), "w") as f:
                         f.write(lammps_input(snippet))

@@ -20,10 +20,9 @@ from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-import nvalchemi_ops  # noqa: E402,F401  (torch.ops.nvalchemi for scripting)
-from nvalchemi_export import METADATA_FILE, save_model  # noqa: E402
-from harness import run_lammps  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import METADATA_FILE, save_model
+from harness import run_lammps
 
 BASE = """units {units}
 atom_style atomic

@@ -1,4 +1,4 @@
-"""Message passing across ranks: the 3-layer SchNet-style reference model (potentials/schnet.py)
+"""Message passing across ranks: the 3-layer SchNet-style reference model (models/schnet.py)
 in halo mode layerwise (exchange ops between layers) or deep (ghost shell of 3 cutoffs), or a
 model given by --model in the halo mode --mode names (local, layerwise, deep or gp).
 
@@ -13,7 +13,6 @@ model on 1 rank (in the halo mode --single-mode names, if given), to --tol relat
 import argparse
 import json
 import os
-import sys
 import tempfile
 
 # The oracle must be bitwise reproducible: MKL otherwise picks its GEMM code path and thread
@@ -21,14 +20,13 @@ import tempfile
 os.environ["MKL_DYNAMIC"] = "FALSE"
 os.environ["MKL_CBWR"] = "COMPATIBLE"
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from harness import Checks, make_system, relative_difference, run_snapshots, snapshot_commands  # noqa: E402
+from harness import Checks, make_system, relative_difference, run_snapshots, snapshot_commands
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-import nvalchemi_ops  # noqa: E402,F401  (single-process torch.ops.nvalchemi for the oracle)
-import schnet  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (single-process torch.ops.nvalchemi for the oracle)
+import schnet
 
 DUMP_COLUMNS = "id type xu yu zu fx fy fz c_pe"
 GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]", "vol",

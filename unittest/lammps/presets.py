@@ -1,7 +1,7 @@
 """The long-range and two-stage presets end to end, each against an oracle that is not this
 package and against itself on other rank counts.
 
---case ewald           potentials/ewald.py, charges fixed per species (SPEC_EWALD_HALO), on a
+--case ewald           models/ewald.py, charges fixed per species (SPEC_EWALD_HALO), on a
                        displaced NaCl crystal. Oracle 1: LAMMPS' pair_style coul/long +
                        kspace_style ewald with the same charges, splitting parameter and
                        k-vectors: LAMMPS' elong (reciprocal + self) against the model's
@@ -11,12 +11,12 @@ package and against itself on other rank counts.
 --case ewald_predicted the same with charges predicted by the model: LAMMPS gets the model's
                        charges (set atom ... charge) and must give its energies; forces, which
                        carry the charges' own gradients, against plain PyTorch.
---case pme             potentials/pme.py (SPEC_PME_HALO), fixed charges: LAMMPS' coul/long +
+--case pme             models/pme.py (SPEC_PME_HALO), fixed charges: LAMMPS' coul/long +
                        kspace_style pppm with the same splitting parameter, mesh and order; the
                        two meshes' discretisations differ, so elong, energy, forces and virial to
                        --pme-energy-tol and --pme-force-tol (stated there), and against the
                        converged Ewald sum of LAMMPS (whose distance from pppm is printed).
---case dftd3           potentials/dftd3.py (SPEC_DFTD3_HALO) on an H/O system, against plain
+--case dftd3           models/dftd3.py (SPEC_DFTD3_HALO) on an H/O system, against plain
                        PyTorch; then pair_style hybrid/overlay with the MACE model
                        (mace_ho_tiny.pt) and the dispersion model, two nvalchemi instances:
                        energy and forces equal the sum of the two styles run alone.
@@ -33,17 +33,16 @@ import tempfile
 os.environ["MKL_DYNAMIC"] = "FALSE"
 os.environ["MKL_CBWR"] = "COMPATIBLE"
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import torch
 
-from harness import Checks, relative_difference, run_lammps  # noqa: E402
+from harness import Checks, relative_difference, run_lammps
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-import nvalchemi_ops  # noqa: E402,F401
-import dftd3  # noqa: E402
-import ewald  # noqa: E402
-import pme  # noqa: E402
-from periodic import node_energy_reference, periodic_inputs  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401
+import dftd3
+import ewald
+import pme
+from nvalchemi_lammps.periodic import node_energy_reference, periodic_inputs
 
 NKTV2P = 1.6021765e6  # LAMMPS' pressure per energy/volume in units metal (bar per eV/A^3)
 MASSES = {1: 1.008, 8: 15.999, 11: 22.99, 17: 35.45}

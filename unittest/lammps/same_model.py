@@ -3,14 +3,12 @@ random graph (the archives differ in their internal names).
 
     same_model.py <committed.pt> <regenerated.pt>"""
 
-import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-import nvalchemi_ops  # noqa: E402,F401  (message-passing models call torch.ops.nvalchemi)
-from nvalchemi_export import read_metadata  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (message-passing models call torch.ops.nvalchemi)
+from nvalchemi_lammps.export import read_metadata
 
 committed, regenerated = sys.argv[1], sys.argv[2]
 if read_metadata(committed) != read_metadata(regenerated):

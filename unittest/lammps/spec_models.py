@@ -10,7 +10,7 @@ decide the forces (halo mode layerwise):
   S   = system_sum(c, OWNED), N = system_sum(1, OWNED)       replicated totals
   e_i = sum over edges into i of w * h_sender + 0.3 c_i^2 + 0.05 S^2 / N   (owned rows)
 
-lj_probe.pt: Lennard-Jones (potentials/lennard_jones.py) plus extra outputs, one for each
+lj_probe.pt: Lennard-Jones (models/lennard_jones.py) plus extra outputs, one for each
 kind x reduce combination, each with a value that is easy to reason about:
 
   coordination        per_node  all_reduce  [N]     each edge adds w/2 to both of its rows, so
@@ -50,10 +50,9 @@ from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-from lennard_jones import MODEL_FORCES_OUTPUTS, LennardJones  # noqa: E402
-import nvalchemi_ops  # noqa: E402,F401  (torch.ops.nvalchemi for scripting)
-from nvalchemi_export import METADATA_FILE, make_metadata, save_model  # noqa: E402
+from lennard_jones import MODEL_FORCES_OUTPUTS, LennardJones
+import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model
 
 PROBE_OUTPUTS = {
     "coordination": ("per_node", "all_reduce"),

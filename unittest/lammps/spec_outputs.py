@@ -23,9 +23,8 @@ import numpy as np
 
 from harness import make_system, relative_difference, run_snapshots, snapshot_commands
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "potentials"))
-from nvalchemi_export import save_model  # noqa: E402
-from spec_models import Probe  # noqa: E402
+from nvalchemi_lammps.export import save_model
+from spec_models import Probe
 
 STEPS = (0, 20)
 GRIDS = ((1, (1, 1, 1)), (2, (1, 1, 2)), (4, (2, 2, 1)), (4, (4, 1, 1)))

@@ -5,8 +5,8 @@ inputs positions [n,3] (unwrapped), velocities [n,3], forces [n,3], atom_ids [n]
 atomic_numbers [n] (when a pair_style nvalchemi names the species), cell [1,3,3], pbc [1,3];
 optional outputs forces [n,3] (added), energy (one value), virial [3,3].
 
-    python potentials/hooks.py restraint --reference x0.dump --k 2.0 -o restraint.pt
-    python potentials/hooks.py umbrella --k 5.0 --target 8.4 8.4 8.4 -o umbrella.pt
+    python models/hooks.py restraint --reference x0.dump --k 2.0 -o restraint.pt
+    python models/hooks.py umbrella --k 5.0 --target 8.4 8.4 8.4 -o umbrella.pt
 
 restraint: E = k/2 sum_i |x_i - x0_i|^2 with x0 looked up by atom ID, the same as LAMMPS'
   `fix spring/self k`; it acts on the atoms it is given, so it works in every scope. Virial:

@@ -27,21 +27,18 @@ q_i Re(conj S(k) e^{i k.x_i}) of the reciprocal term), forces, virial, charges (
 compute nvalchemi/atom) and kspace_energy = E_k + E_self + E_neutral (what LAMMPS reports as
 elong).
 
-    python potentials/ewald.py -o potentials/ewald_nacl.pt [--predicted]
+    python models/ewald.py -o potentials/ewald_nacl.pt [--predicted]
 """
 
 import argparse
 import math
-import os
-import sys
 from typing import Dict, List
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_model  # noqa: E402
-from replicated_forces import forces_and_virial, requiring_grad  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.replicated_forces import forces_and_virial, requiring_grad
 
 # NaCl in metal units: the parameters the oracle (tests, examples/ewald) gives LAMMPS
 SPECIES = [11, 17]

@@ -17,20 +17,17 @@ wrapped and unwrapped positions give the same energy). The spec declares forces 
 It refreshes ghost rows once, so it declares 2 message-passing layers; it gives the same numbers
 in halo modes local, layerwise and deep.
 
-    python potentials/long_range.py -o potentials/long_range_ar.pt
+    python models/long_range.py -o potentials/long_range_ar.pt
 """
 
 import argparse
-import os
-import sys
 from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_model  # noqa: E402
-from replicated_forces import forces_and_virial, requiring_grad  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.replicated_forces import forces_and_virial, requiring_grad
 
 CUTOFF = 2.5
 SPEC = {"preset": "SPEC_EWALD_HALO", "num_message_passing_layers": 2, "exchange_feature_width": 1,

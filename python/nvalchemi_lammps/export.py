@@ -23,8 +23,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (the exchange ops, opaque to tracing)
+import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
 
 CONTRACT_VERSION = 1
 METADATA_FILE = "nvalchemi_metadata.json"
@@ -64,7 +63,7 @@ def require_ranks_in_step(path: str, metadata: Dict) -> None:
     would make other exchange calls than a rank with atoms (nvalchemi-check's "in step" check):
     pair_style nvalchemi stops such a run. A model that cannot be evaluated on the check's small
     random cell is kept, with a warning to run nvalchemi-check."""
-    import nvalchemi_check  # it imports this module
+    from nvalchemi_lammps import check as nvalchemi_check  # it imports this module
     try:
         halo, layers = nvalchemi_check.halo_and_layers(metadata["spec"], "")
     except ValueError:  # a spec in the toolkit's layout: the rows of halo mode layerwise

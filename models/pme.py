@@ -14,22 +14,19 @@ The mesh is whole on every rank: the all-reduce moves K1 K2 K3 values per step a
 runs the same FFT (doc/Howto_nvalchemi_presets.rst measures where that stops paying). Forces and
 virial: autograd of the replicated energy inside the model, declared "autograd".
 
-    python potentials/pme.py -o potentials/pme_nacl.pt [--mesh K]
+    python models/pme.py -o potentials/pme_nacl.pt [--mesh K]
 """
 
 import argparse
 import math
-import os
-import sys
 from typing import Dict, List
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from ewald import CHARGES, CUTOFF, SPEC, SPECIES, PointCharges  # noqa: E402
-from nvalchemi_export import save_model  # noqa: E402
-from replicated_forces import requiring_grad  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from ewald import CHARGES, CUTOFF, SPEC, SPECIES, PointCharges
+from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.replicated_forces import requiring_grad
 
 MESH = 24    # kspace_modify mesh 24 24 24
 ORDER = 4    # kspace_modify order 4 (cubic B-splines)

@@ -1,9 +1,8 @@
 """Export a NequIP or Allegro model (the nequip framework, PyPI nequip and nequip-allegro) to a
 model that pair_style nvalchemi runs.
 
-    python potentials/nequip_export.py in.ckpt|in.nequip.zip -o out.pt|out.pt2 --units metal
-                                       [--halo layerwise|deep] [--dtype float64|float32]
-                                       [--species H O ...]
+    nvalchemi-nequip-export in.ckpt|in.nequip.zip -o out.pt|out.pt2 --units metal
+                            [--halo layerwise|deep] [--dtype float64|float32] [--species H O ...]
 
 The output is TorchScript (.pt) or AOTInductor (.pt2), with the package's metadata
 (doc/Howto_nvalchemi_contract.rst): cutoff = the model's r_max, species = its type names as
@@ -33,15 +32,12 @@ accept: keep the two exporters in separate environments.
 """
 
 import argparse
-import os
-import sys
 from typing import Dict, List, Optional
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import (  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import (
     atomic_number, override_method, require_release, save_aoti_model, save_scripted_model, species_index)
 
 

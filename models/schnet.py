@@ -8,7 +8,7 @@ cutoff), float64, with fixed pseudo-random weights, built twice from the same we
 Both compute all geometry from edge_vectors, so `reference()` below evaluates either on a whole
 periodic cell in one process, with explicit periodic images: the plain-PyTorch oracle.
 
-    python potentials/schnet.py <output dir> [.pt2]   # writes schnet_layerwise.pt, schnet_deep.pt
+    python models/schnet.py <output dir> [.pt2]   # writes schnet_layerwise.pt, schnet_deep.pt
                                                       # (or their AOTInductor .pt2 builds)
 """
 
@@ -19,10 +19,9 @@ from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_model  # noqa: E402
-from periodic import node_energy_reference  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.periodic import node_energy_reference
 
 CUTOFF = 2.5
 LAYERS = 3

@@ -1,7 +1,7 @@
 """Lennard-Jones as an nvalchemi model: the same functional form and shift convention as
 LAMMPS' `pair_style lj/cut` (one epsilon, sigma and cutoff for every species).
 
-    python potentials/lennard_jones.py -o potentials/lj_ar.pt   # the committed reference model
+    python models/lennard_jones.py -o potentials/lj_ar.pt   # the committed reference model
 
 With --model-forces the model also returns its own forces, virial and per-atom virials
 (computed analytically) and its energy, so that all three force strategies can run it. With
@@ -15,7 +15,7 @@ from typing import Dict
 import torch
 
 import nvalchemi_kernels  # noqa: F401  (torch.ops.nvalchemi_kernels for scripting)
-from nvalchemi_export import save_model
+from nvalchemi_lammps.export import save_model
 
 
 def pair_terms(edge_vectors: torch.Tensor, epsilon: float, sigma: float, offset: float):

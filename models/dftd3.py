@@ -14,19 +14,16 @@ energy is continuous at the cutoff. The dispersion cutoff (8 A) is longer than t
 is paired with (mace_ho_tiny, 3 A): each pair_style instance has its own ghost cutoff, neighbor
 list and exchange context. Forces: the framework differentiates the owned node energies.
 
-    python potentials/dftd3.py -o potentials/dftd3_ho.pt
+    python models/dftd3.py -o potentials/dftd3_ho.pt
 """
 
 import argparse
-import os
-import sys
 from typing import Dict
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import save_model  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import save_model
 
 SPECIES = [1, 8]  # H, O
 CUTOFF = 8.0

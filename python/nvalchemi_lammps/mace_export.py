@@ -1,7 +1,7 @@
 """Export a trained MACE model (mace-torch) to a model that pair_style nvalchemi runs.
 
-    python potentials/mace_export.py in.model -o out.pt [--dtype float64|float32]
-                                     [--head NAME] [--halo layerwise|deep]
+    nvalchemi-mace-export in.model -o out.pt [--dtype float64|float32] [--head NAME]
+                          [--halo layerwise|deep]
 
 The exported file is TorchScript with the package's metadata (doc/Howto_nvalchemi_contract.rst):
 cutoff = the model's r_max, species = its atomic numbers, units metal, and a SPEC_MPNN_HALO spec
@@ -30,15 +30,12 @@ mace before e3nn.
 import argparse
 import copy
 import inspect
-import os
-import sys
 from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402,F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_export import override_method, require_release, save_scripted_model, species_index  # noqa: E402
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import override_method, require_release, save_scripted_model, species_index
 
 # mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
 # layerwise override relies on (checked at export time as well)

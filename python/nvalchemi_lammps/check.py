@@ -2,7 +2,7 @@
 gives the same answer split into owned and ghost rows as a rank of a decomposed run sees it.
 
     nvalchemi-check model.pt [--halo local|layerwise|deep] [--atoms N] [--seed S]
-    python potentials/nvalchemi_check.py model.pt2
+    python -m nvalchemi_lammps.check model.pt2
 
 Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor (.pt2) files:
 
@@ -19,7 +19,7 @@ Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor
   split       the same cell as one rank sees it: the atoms owned, periodic images within the
               halo as ghost rows (one cutoff; layers x cutoff in halo mode deep), edges only
               into owned rows except in mode deep, and the exchange ops acting on ghost rows
-              (nvalchemi_ops.owners): energy and forces equal the whole-cell evaluation
+              (nvalchemi_lammps.ops.owners): energy and forces equal the whole-cell evaluation
 
 and prints a verdict; the exit status is 0 only if every check passed. A model that sums
 energies over ghost rows, or needs an exchange it does not make (a model built for halo mode
@@ -31,15 +31,13 @@ import argparse
 import itertools
 import json
 import math
-import os
 import sys
 from typing import Dict, List, Tuple
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nvalchemi_ops  # noqa: E402
-from nvalchemi_export import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE  # noqa: E402
+import nvalchemi_lammps.ops
+from nvalchemi_lammps.export import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE
 
 UNITS = ("lj", "real", "metal", "si", "cgs", "electron", "micro", "nano")
 # each preset's halo mode (doc/Howto_nvalchemi_spec.rst, "Presets")
@@ -217,7 +215,7 @@ def evaluate(model, rows, row_atom, senders, receivers, edge_vectors, numbers, c
     if deep is None:
         energies, gradient = model(inputs)
     else:
-        with nvalchemi_ops.owners(row_atom, n_owned, owned_rows_complete=deep):
+        with nvalchemi_lammps.ops.owners(row_atom, n_owned, owned_rows_complete=deep):
             energies, gradient = model(inputs)
     if energies.dim() != 1 or energies.shape[0] != rows.shape[0]:
         raise ValueError(f"'{model.energy_key}' has shape {list(energies.shape)}, expected [{rows.shape[0]}] "
@@ -229,15 +227,15 @@ def evaluate(model, rows, row_atom, senders, receivers, edge_vectors, numbers, c
 
 
 def exchange_calls(model, rows, senders, receivers, numbers, cell, n_owned, dtype, halo, differentiate):
-    """The calls that communicate (nvalchemi_ops.recorded_calls) of one model evaluation on a
+    """The calls that communicate (nvalchemi_lammps.ops.recorded_calls) of one model evaluation on a
     rank with `rows` ([R, 3] positions; rows [0, n_owned) owned, the others ghosts of atoms on
     other ranks), forward and, where the package differentiates, backward."""
     inputs = {"positions": rows.to(dtype), "atomic_numbers": numbers,
               "neighbor_list": torch.stack([senders, receivers], dim=1),
               "edge_vectors": (rows[receivers] - rows[senders]).to(dtype), "cell": cell.view(1, 3, 3).to(dtype),
               "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
-    with nvalchemi_ops.owners(torch.arange(rows.shape[0]), n_owned, owned_rows_complete=halo == "deep"), \
-            nvalchemi_ops.recorded_calls() as calls:
+    with nvalchemi_lammps.ops.owners(torch.arange(rows.shape[0]), n_owned, owned_rows_complete=halo == "deep"), \
+            nvalchemi_lammps.ops.recorded_calls() as calls:
         if differentiate:
             model(inputs)
         else:
