@@ -19,21 +19,13 @@ import torch
 from ase import Atoms
 from ase.data import atomic_masses, atomic_numbers
 
-from harness import relative_difference, run_snapshots, snapshot_commands
+from harness import decomposition, input_head, relative_difference, run_snapshots, snapshot_commands
 
 NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
 DUMP_COLUMNS = "id type xu yu zu fx fy fz"
 GLOBALS = ["pe", "c_p[1]", "c_p[2]", "c_p[3]", "c_p[4]", "c_p[5]", "c_p[6]"]
 
-INPUT = """units metal
-atom_style atomic
-atom_modify map array
-{comm}
-read_data {data}
-{balance}
-pair_style nvalchemi {model}
-pair_coeff * * {elements}
-compute p all pressure NULL virial
+OBSERVE = """compute p all pressure NULL virial
 thermo_style custom step pe c_p[*]
 """
 
@@ -71,9 +63,9 @@ def write_data(atoms: Atoms, elements, path: str) -> None:
 
 
 def lammps(args, workdir, label, nranks, grid, tiled, data):
-    comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
-    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "", model=args.model,
-                        elements=" ".join(args.elements))
+    comm, balance = decomposition(grid, tiled)
+    text = input_head(f"read_data {data}", f"pair_style nvalchemi {args.model}\npair_coeff * * {' '.join(args.elements)}",
+                      units="metal", comm=comm, balance=balance, neighbor=False, dt=None, integrate=False) + OBSERVE
     text += snapshot_commands([0], DUMP_COLUMNS, GLOBALS)
     snaps, _ = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, [0])
     rows, g = snaps[0]

@@ -29,7 +29,8 @@ import tempfile
 
 import numpy as np
 
-from harness import SYSTEMS, make_system, read_dumps, relative_difference, run_lammps, thermo_table, write_system
+from harness import (SYSTEMS, input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table,
+                     write_system)
 
 DUMP_COLUMNS = "id proc type xu yu zu vx vy vz fx fy fz c_pe"
 THERMO = "step pe c_vir[1] c_vir[2] c_vir[3] c_vir[4] c_vir[5] c_vir[6] vol press"
@@ -62,15 +63,6 @@ EXTRA_SYSTEMS = {
                  "create_atoms 1 single 8 2.5 2.5\ncreate_atoms 1 single 10 1 1\ncreate_atoms 1 single 10 3.5 3.5\n"),
 }
 
-HEADER = """units lj
-atom_style atomic
-atom_modify map array
-{boundary}{comm}{read}
-{pair}neighbor 0.3 bin
-neigh_modify every 1 delay 0 check yes
-timestep {dt}
-"""
-
 OBSERVE = """compute pe all pe/atom
 compute vir all pressure NULL virial
 thermo_style custom {thermo}
@@ -95,8 +87,8 @@ class Run:
                  boundary="", dt=0.005):
         rundir = self.dir(label)
         os.makedirs(rundir)
-        text = HEADER.format(boundary=boundary, comm=comm, read=read or f"read_data {self.args.data}", dt=dt,
-                             pair=pair.format(model=self.args.model))
+        text = input_head(read or f"read_data {self.args.data}", pair.format(model=self.args.model),
+                          boundary=boundary, comm=comm, dt=dt, integrate=False)
         text += fixes + OBSERVE.format(thermo=THERMO, every=self.args.every, columns=DUMP_COLUMNS) + body
         with open(os.path.join(rundir, "in.test"), "w") as f:
             f.write(text)

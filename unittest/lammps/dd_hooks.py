@@ -32,22 +32,17 @@ from typing import Dict
 import numpy as np
 import torch
 
-from harness import make_system, read_dumps, relative_difference, run_lammps, thermo_table
+from harness import input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table
 
 HOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "models", "hooks.py")
 
 STATS = " ".join(f"f_dd[{i}]" for i in range(1, 14))
 
-TEMPLATE = """units lj
-atom_style atomic
-atom_modify map array
-{comm}processors {grid}
-read_data {data}
-{pair}neighbor 0.3 bin
-neigh_modify every 1 delay 0 check yes
-timestep 0.005
-fix integrate all nve
-{body}"""
+def dd_input(comm, grid, data, pair, body):
+    """The input of one run: the system from `data` on the processor `grid` (after `comm`), the
+    pair lines, NVE, then `body`."""
+    return input_head(f"read_data {data}", pair, comm=f"{comm}processors {grid}\n") + body
+
 
 PAIRS = {
     "lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\n",
@@ -101,7 +96,7 @@ def case_stats(args, workdir, fail):
     for pair in ("nvalchemi", "lj/cut"):
         runs = {}
         for nranks in sorted({1, args.np}):
-            text = TEMPLATE.format(comm=comm, grid=grid if nranks > 1 else "1 1 1",
+            text = dd_input(comm=comm, grid=grid if nranks > 1 else "1 1 1",
                                    data=data, pair=PAIRS[pair].format(model=args.model), body=body)
             label = f"stats_{pair.replace('/', '_')}_np{nranks}"
             _, log = lammps(args, workdir, label, nranks, text)
@@ -161,11 +156,11 @@ def case_restart(args, workdir, fail):
              "thermo_modify format float %.17g\n")
     fix = "fix dd all nvalchemi/dd drift 1 8 1.0 warn\n"
     dump = "write_dump all custom owners{tag}.dump id c_proc modify sort id\n"
-    continuous = (TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair, body=balance + fix + watch +
+    continuous = (dd_input(comm=comm, grid=grid, data=data, pair=pair, body=balance + fix + watch +
                                   "run 20\n" + "run 20\n"))
     _, log = lammps(args, workdir, "restart_continuous", args.np, continuous)
     reference = thermo_table(log)
-    first = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair, body=balance + fix + watch + "run 20\n" +
+    first = dd_input(comm=comm, grid=grid, data=data, pair=pair, body=balance + fix + watch + "run 20\n" +
                             dump.format(tag=20) + "write_restart state.restart\n")
     lammps(args, workdir, "restart_first", args.np, first)
     second = (f"{comm}processors {grid}\nread_restart ../restart_first/state.restart\n{pair}"
@@ -198,14 +193,14 @@ def case_guard(args, workdir, fail):
         # owners at step 0, from an independent run: make the force on an atom of the last rank
         # infinite (fix addforce, defined before the guard's fix, acts before it); the model's
         # own non-finite results are pair_style nvalchemi's to stop (errors.py)
-        lammps(args, workdir, f"guard_owner_np{nranks}", nranks, TEMPLATE.format(
+        lammps(args, workdir, f"guard_owner_np{nranks}", nranks, dd_input(
             pair=PAIRS["lj/cut"], body="compute proc all property/atom proc\nrun 0\n"
             "write_dump all custom owners.dump id c_proc modify sort id\n", **setup))
         owners = np.loadtxt(os.path.join(workdir, f"guard_owner_np{nranks}", "owners.dump"), skiprows=9)
         atom = int(owners[owners[:, 1] == nranks - 1, 0].min())
         body = (f"variable infinite atom (id=={atom})*1e308*10\nfix poison all addforce v_infinite 0 0\n"
                 "fix dd all nvalchemi/dd guard 1\nrun 10\n")
-        text = TEMPLATE.format(pair=PAIRS["nvalchemi"].format(model=args.model), body=body, **setup)
+        text = dd_input(pair=PAIRS["nvalchemi"].format(model=args.model), body=body, **setup)
         output, _ = lammps(args, workdir, f"guard_nan_np{nranks}", nranks, text, expect_failure=True)
         expected = rf"ERROR.*guard on step 0: non-finite forces on 1 atoms, IDs: {atom} \(rank {nranks - 1}\)"
         fail.check(re.search(expected, output) is not None,
@@ -213,13 +208,13 @@ def case_guard(args, workdir, fail):
 
     pair = PAIRS["nvalchemi"].format(model=args.model)
     dump = "write_dump all custom forces.dump id fx fy fz modify sort id format float %.17g\n"
-    _, _ = lammps(args, workdir, "guard_free", 1, TEMPLATE.format(comm="", grid="1 1 1", data=data, pair=pair,
+    _, _ = lammps(args, workdir, "guard_free", 1, dd_input(comm="", grid="1 1 1", data=data, pair=pair,
                                                                   body="run 0\n" + dump))
     free = np.loadtxt(os.path.join(workdir, "guard_free", "forces.dump"), skiprows=9)
     magnitude = np.linalg.norm(free[:, 1:4], axis=1)
     limit = float(np.quantile(magnitude, 0.9))
     above = free[magnitude > limit, 0].astype(int)
-    text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair,
+    text = dd_input(comm=comm, grid=grid, data=data, pair=pair,
                            body=f"fix dd all nvalchemi/dd guard 1 maxforce {limit!r} abort\nrun 0\n")
     output, _ = lammps(args, workdir, "guard_abort", args.np, text, expect_failure=True)
     match = re.search(r"forces above maxforce \S+ on (\d+) atoms, IDs:((?: \d+ \(rank \d+\))+)", output)
@@ -228,7 +223,7 @@ def case_guard(args, workdir, fail):
                and len(named) == min(len(above), 8 * args.np),
                f"maxforce abort counts the {len(above)} atoms above {limit:.3f} and names them")
 
-    text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair,
+    text = dd_input(comm=comm, grid=grid, data=data, pair=pair,
                            body=f"fix dd all nvalchemi/dd guard 1 maxforce {limit!r} clamp\n"
                                 "thermo_style custom step f_dd[13]\nrun 0\n" + dump)
     output, log = lammps(args, workdir, "guard_clamp", args.np, text)
@@ -262,7 +257,7 @@ def case_validate(args, workdir, fail):
             ("SchNet deep", "bulk", f"pair_style nvalchemi {args.deep_model}\npair_coeff * * Ar Ar\n", 2, 1)]
     for name, system, pair, steps, every in runs:
         data = make_system(args.lmp, args.mpirun, args.box, system, workdir)
-        text = TEMPLATE.format(comm=comm, grid=grid if system == "bulk" else "4 1 1", data=data, pair=pair,
+        text = dd_input(comm=comm, grid=grid if system == "bulk" else "4 1 1", data=data, pair=pair,
                                body=f"fix dd all nvalchemi/dd validate {every} {args.tol}\nrun {steps}\n")
         output, _ = lammps(args, workdir, "validate_" + re.sub(r"\W+", "_", name), args.np, text)
         found = validations(output)
@@ -276,10 +271,10 @@ def case_validate(args, workdir, fail):
              "pair_coeff * * Ar Ar\n")
     body = f"fix dd all nvalchemi/dd validate 5 {args.tol}\nrun 5\n"
     output, _ = lammps(args, workdir, "validate_wrong_np1", 1,
-                       TEMPLATE.format(comm="", grid="1 1 1", data=data, pair=wrong, body=body))
+                       dd_input(comm="", grid="1 1 1", data=data, pair=wrong, body=body))
     fail.check(len(validations(output)) == 2, "misdeclared spec on 1 rank: validate passes (nothing to catch)")
     output, _ = lammps(args, workdir, "validate_wrong", args.np,
-                       TEMPLATE.format(comm=comm, grid=grid, data=data, pair=wrong, body=body), expect_failure=True)
+                       dd_input(comm=comm, grid=grid, data=data, pair=wrong, body=body), expect_failure=True)
     match = re.search(r"ERROR: Fix nvalchemi/dd validate: on step 0 the decomposed run differs from the "
                       r"single-process reference by (\S+) relative", output)
     expected = 1.0 - 1.0 / args.np
@@ -306,7 +301,7 @@ def case_hook(args, workdir, fail):
     comm, grid, _ = grid_commands(args)
     pair = PAIRS["lj/cut"]
     k = 2.0
-    lammps(args, workdir, "hook_x0", 1, TEMPLATE.format(comm="", grid="1 1 1", data=data, pair=pair, body=(
+    lammps(args, workdir, "hook_x0", 1, dd_input(comm="", grid="1 1 1", data=data, pair=pair, body=(
         "write_dump all custom x0.dump id xu yu zu modify sort id format float %.17g\n")))
     restraint = os.path.join(workdir, "restraint.pt")
     subprocess.run([sys.executable, HOOKS, "restraint", "--reference", os.path.join(workdir, "hook_x0", "x0.dump"),
@@ -329,7 +324,7 @@ def case_hook(args, workdir, fail):
              "umbrella": (umbrella, ("global", "rank_zero"), "")}
 
     def run(label, nranks, fixes):
-        text = TEMPLATE.format(comm=comm if nranks > 1 else "", grid=grid if nranks > 1 else "1 1 1",
+        text = dd_input(comm=comm if nranks > 1 else "", grid=grid if nranks > 1 else "1 1 1",
                                data=data, pair=pair, body=fixes + watch)
         _, log = lammps(args, workdir, label, nranks, text)
         return thermo_table(log), read_dumps(os.path.join(workdir, label, "traj.dump"))
@@ -351,7 +346,7 @@ def case_hook(args, workdir, fail):
     observers = [("after_step", "rank_zero", pair, 1, -1),
                  ("before_step", "global", PAIRS["nvalchemi"].format(model=args.model), 0, 18)]
     for stage, scope, observed_pair, offset, z in observers:
-        text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=observed_pair, body=(
+        text = dd_input(comm=comm, grid=grid, data=data, pair=observed_pair, body=(
             f"unfix integrate\nfix dd all nvalchemi/dd hook {probe} {scope} 1 stage {stage}\nfix integrate all nve\n"
             "dump v all custom 1 v.dump id vx vy vz\ndump_modify v sort id format float %.17g\nrun 10\n"))
         output, _ = lammps(args, workdir, f"hook_observer_{stage}", args.np, text)
@@ -370,7 +365,7 @@ def case_hook(args, workdir, fail):
 
     # energy minimization: the hook's energy is part of the minimized energy
     def minimized(label, fixes):
-        text = TEMPLATE.format(comm=comm, grid=grid, data=data, pair=pair, body=(
+        text = dd_input(comm=comm, grid=grid, data=data, pair=pair, body=(
             fixes + "thermo_modify format float %.17g\nminimize 0 1e-12 2000 20000\n"))
         output, _ = lammps(args, workdir, label, args.np, text)
         match = re.search(r"Energy initial, next-to-last, final =\s*\n\s*(\S+)\s+(\S+)\s+(\S+)", output)
@@ -439,7 +434,7 @@ def case_snapshot(args, workdir, fail):
     runs = {}
     for nranks in sorted({1, args.np}):
         label = f"snapshot_np{nranks}"
-        _, log = lammps(args, workdir, label, nranks, TEMPLATE.format(
+        _, log = lammps(args, workdir, label, nranks, dd_input(
             comm=comm if nranks > 1 else "", grid=grid if nranks > 1 else "1 1 1", data=data, pair=pair, body=body))
         runs[nranks] = (thermo_table(log), read_dumps(os.path.join(workdir, label, "traj.dump")),
                         os.path.join(workdir, label))

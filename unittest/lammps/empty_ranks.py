@@ -24,8 +24,8 @@ import sys
 import tempfile
 import time
 
-from harness import (Checks, kokkos_switches, ran_nvalchemi_kk, relative_difference, run_lammps, run_snapshots,
-                     snapshot_commands, write_system)
+from harness import (Checks, input_head, kokkos_switches, ran_nvalchemi_kk, relative_difference, run_lammps,
+                     run_snapshots, snapshot_commands, write_system)
 
 SLAB = ("boundary {boundary} p p\n"
         "region box block 0 40 0 4 0 4\n"
@@ -33,14 +33,7 @@ SLAB = ("boundary {boundary} p p\n"
         "region slab block 0.2 13.9 INF INF INF INF\n"
         "create_atoms 1 region slab\n")
 
-INPUT = """units {units}
-atom_style atomic
-boundary {boundary} p p
-{comm}
-read_data {data}
-pair_style nvalchemi {model}{keywords}
-pair_coeff * * {elements}
-compute pe all pe/atom
+OBSERVE = """compute pe all pe/atom
 compute vir all pressure NULL virial
 thermo_style custom step pe c_vir[*]
 thermo_modify norm no
@@ -83,9 +76,10 @@ def main():
 
         def input_text(nranks, grid):
             comm = ("comm_style tiled\n" if args.tiled and nranks > 1 else "") + "processors " + " ".join(map(str, grid))
-            return INPUT.format(units=args.units, boundary=args.boundary, comm=comm, data=data, model=args.model,
-                                keywords=f" {args.keywords}" if args.keywords else "",
-                                elements=" ".join(args.elements))
+            keywords = f" {args.keywords}" if args.keywords else ""
+            pair = f"pair_style nvalchemi {args.model}{keywords}\npair_coeff * * {' '.join(args.elements)}"
+            return input_head(f"read_data {data}", pair, units=args.units, boundary=f"boundary {args.boundary} p p",
+                              comm=comm, neighbor=False, dt=None, integrate=False) + OBSERVE
 
         label = f"np{args.np}"
         if args.expect_error:

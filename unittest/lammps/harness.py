@@ -74,6 +74,34 @@ def melt_commands(cells, temperature):
             f"mass 1 1.0\nvelocity all create {temperature} 87287 loop geom\n")
 
 
+def decomposition(grid, tiled):
+    """LAMMPS' commands for a processor `grid`, or for comm_style tiled balanced by recursive
+    bisection once the atoms are read: (the lines before read_data, the lines after it)."""
+    if tiled:
+        return "comm_style tiled\n", "balance 1.0 rcb\n"
+    return f"processors {' '.join(map(str, grid))}\n", ""
+
+
+def input_head(atoms, pair, *, units="lj", boundary="", comm="", balance="", neighbor=True, dt=0.005,
+               integrate=True):
+    """The opening the tests' inputs share: `units`, `boundary` (a command, or LAMMPS' default),
+    atomic atoms with an atom map, the decomposition (`comm`: processors, comm_style), `atoms`
+    (the commands that make them: read_data, read_restart), `balance`, the `pair` lines, the
+    tests' neighbor settings (skin 0.3, the list checked every step), the timestep (none when
+    `dt` is None) and NVE integration."""
+    def lines(text):
+        return text if not text or text.endswith("\n") else text + "\n"
+    text = (f"units {units}\n{lines(boundary)}atom_style atomic\natom_modify map array\n{lines(comm)}"
+            f"{lines(atoms)}{lines(balance)}{lines(pair)}")
+    if neighbor:
+        text += "neighbor 0.3 bin\nneigh_modify every 1 delay 0 check yes\n"
+    if dt is not None:
+        text += f"timestep {dt}\n"
+    if integrate:
+        text += "fix integrate all nve\n"
+    return text
+
+
 def make_system(lmp, mpirun, box, system_name, workdir):
     """Write system.data in workdir: the named system in an orthogonal or triclinic box."""
     tri = box == "tri"

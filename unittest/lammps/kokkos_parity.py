@@ -15,25 +15,13 @@ import os
 import sys
 import tempfile
 
-from harness import (Checks, kokkos_switches, make_system, ran_nvalchemi_kk, relative_difference, run_snapshots,
-                     snapshot_commands)
+from harness import (Checks, decomposition, input_head, kokkos_switches, make_system, ran_nvalchemi_kk,
+                     relative_difference, run_snapshots, snapshot_commands)
 
 DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
 GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]"]
 
-INPUT = """units lj
-atom_style atomic
-atom_modify map array
-{comm}
-read_data {data}
-{balance}
-pair_style nvalchemi{style} {model}
-pair_coeff * * Ar Ar
-neighbor 0.3 bin
-neigh_modify every 1 delay 0 check yes
-timestep 0.005
-fix integrate all nve
-compute pe all pe/atom
+OBSERVE = """compute pe all pe/atom
 compute st all stress/atom NULL
 compute vir all pressure NULL virial
 thermo_style custom step pe c_vir[*]
@@ -46,11 +34,11 @@ QUANTITIES = {"positions": slice(1, 4), "forces": slice(4, 7), "atomic_energies"
 
 
 def run(args, workdir, label, nranks, grid, tiled, threads, data):
-    comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
+    comm, balance = decomposition(grid, tiled)
     # the Kokkos run takes the variant from the suffix switch, or names it (--style)
     style = args.style if threads else ""
-    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "",
-                        model=getattr(args, f"{args.kind}_model"), style=style)
+    pair = f"pair_style nvalchemi{style} {getattr(args, f'{args.kind}_model')}\npair_coeff * * Ar Ar"
+    text = input_head(f"read_data {data}", pair, comm=comm, balance=balance) + OBSERVE
     steps = [0, args.steps] if args.steps else [0]
     text += snapshot_commands(steps, DUMP_COLUMNS, GLOBALS)
     switches = kokkos_switches(threads) if threads else None

@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from harness import make_system, relative_difference, run_snapshots, snapshot_commands
+from harness import decomposition, input_head, make_system, relative_difference, run_snapshots, snapshot_commands
 
 STEPS = (0, 100)
 DUMP_COLUMNS = "id xu yu zu fx fy fz c_pe c_st[1] c_st[2] c_st[3] c_st[4] c_st[5] c_st[6]"
@@ -50,16 +50,7 @@ PAIR = {
 # variants whose tested run must equal the plain-PyTorch model on 1 rank more tightly than --tol
 SINGLE_RANK_TOL = {"fused": 1e-12}
 
-TEMPLATE = """units lj
-atom_style atomic
-atom_modify map array
-processors {grid}
-read_data {data}
-{pair}neighbor 0.3 bin
-neigh_modify every 1 delay 0 check yes
-timestep 0.005
-fix integrate all nve
-compute pe all pe/atom
+OBSERVE = """compute pe all pe/atom
 compute st all stress/atom NULL virial
 compute vir all pressure NULL virial
 thermo_style custom step pe c_vir[*] vol
@@ -73,7 +64,7 @@ def run_case(args, label, pair_variant, nranks, grid, workdir, data):
     pair = PAIR[pair_variant].format(model=args.model, plugin=args.plugin, forces_model=args.forces_model,
                                      stress_model=args.stress_model, fused_model=args.fused_model,
                                      kernels=args.kernels)
-    text = TEMPLATE.format(grid=" ".join(map(str, grid)), data=data, pair=pair)
+    text = input_head(f"read_data {data}", pair, comm=decomposition(grid, False)[0]) + OBSERVE
     text += snapshot_commands(STEPS, DUMP_COLUMNS, GLOBALS)
     snapshots, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, STEPS)
     results = {}

@@ -23,7 +23,7 @@ os.environ["MKL_CBWR"] = "COMPATIBLE"
 import numpy as np
 import torch
 
-from harness import Checks, make_system, relative_difference, run_snapshots, snapshot_commands
+from harness import Checks, decomposition, input_head, make_system, relative_difference, run_snapshots, snapshot_commands
 
 import nvalchemi_lammps.ops  # noqa: F401  (single-process torch.ops.nvalchemi for the oracle)
 import schnet
@@ -32,18 +32,7 @@ DUMP_COLUMNS = "id type xu yu zu fx fy fz c_pe"
 GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]", "vol",
            "lx", "ly", "lz", "xy", "xz", "yz"]
 
-INPUT = """units lj
-atom_style atomic
-atom_modify map array
-{comm}
-read_data {data}
-{balance}
-{pair}
-neighbor 0.3 bin
-neigh_modify every 1 delay 0 check yes
-timestep 0.005
-fix integrate all nve
-compute pe all pe/atom
+OBSERVE = """compute pe all pe/atom
 compute vir all pressure NULL virial
 thermo_style custom step pe c_vir[*]
 thermo_modify norm no
@@ -68,8 +57,8 @@ def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj, 
                 "pair_coeff * * nvalchemi Ar Ar\npair_coeff * * lj/cut 1.0 1.0")
     else:
         pair = f"pair_style nvalchemi {model}{keywords}\npair_coeff * * Ar Ar"
-    comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
-    text = INPUT.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "", pair=pair)
+    comm, balance = decomposition(grid, tiled)
+    text = input_head(f"read_data {data}", pair, comm=comm, balance=balance) + OBSERVE
     text += snapshot_commands(steps, DUMP_COLUMNS, GLOBALS)
     snaps, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, steps)
     return snaps, log

@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 
-from harness import make_system, relative_difference, run_snapshots, snapshot_commands
+from harness import decomposition, input_head, make_system, relative_difference, run_snapshots, snapshot_commands
 
 from nvalchemi_lammps.export import save_model
 from spec_models import Probe
@@ -32,17 +32,7 @@ PER_ATOM = "id c_c c_co c_cn c_d[*]"
 GLOBALS = ["c_dip[1]", "c_dip[2]", "c_dip[3]", "c_vol", "c_volo", "c_cd[1]", "c_cd[2]", "c_cd[3]",
            "c_e", "pe", "vol", "lx", "ly", "lz"]
 
-INPUT = """units lj
-atom_style atomic
-atom_modify map array
-processors {grid}
-read_data {data}
-pair_style nvalchemi {model}{keywords}
-pair_coeff * * Ar Ar
-neighbor 0.3 bin
-timestep 0.005
-fix integrate all nve
-compute c all nvalchemi/atom coordination
+OBSERVE = """compute c all nvalchemi/atom coordination
 compute co all nvalchemi/atom coordination_owned
 compute cn all nvalchemi/atom coordination_none
 compute d all nvalchemi/atom descriptor 20
@@ -57,7 +47,8 @@ thermo_modify norm no
 
 
 def run(args, workdir, label, nranks, grid, data, model, keywords=""):
-    text = INPUT.format(grid=" ".join(map(str, grid)), data=data, model=model, keywords=keywords)
+    text = input_head(f"read_data {data}", f"pair_style nvalchemi {model}{keywords}\npair_coeff * * Ar Ar",
+                      comm=decomposition(grid, False)[0]) + OBSERVE
     text += snapshot_commands(STEPS, PER_ATOM, GLOBALS)
     snapshots, log = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, STEPS)
     results = {}
