@@ -32,7 +32,7 @@ from typing import Dict
 import numpy as np
 import torch
 
-from harness import input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table
+from harness import Checks, input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table
 
 HOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "models", "hooks.py")
 
@@ -48,16 +48,6 @@ PAIRS = {
     "lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\n",
     "nvalchemi": "pair_style nvalchemi {model}\npair_coeff * * Ar Ar\n",
 }
-
-
-class Failures:
-    def __init__(self):
-        self.messages = []
-
-    def check(self, ok, message):
-        print(("ok   " if ok else "FAIL ") + message)
-        if not ok:
-            self.messages.append(message)
 
 
 def lammps(args, workdir, label, nranks, text, expect_failure=False):
@@ -116,22 +106,22 @@ def case_stats(args, workdir, fail):
                 total_changes += changed
                 if stats[6] != changed:
                     bad_changes.append((step, stats[6], changed))
-        fail.check(not bad_counts, f"{pair} np{args.np}: owned min/max/mean/imbalance match the dump's "
+        fail.expect(not bad_counts, f"{pair} np{args.np}: owned min/max/mean/imbalance match the dump's "
                    f"per-rank counts and sum to natoms={natoms} at all {steps + 1} steps {bad_counts[:3]}")
-        fail.check(not bad_changes, f"{pair} np{args.np}: owner changes match the dump at every step "
+        fail.expect(not bad_changes, f"{pair} np{args.np}: owner changes match the dump at every step "
                    f"({total_changes} in all) {bad_changes[:3]}")
         if args.np > 1:
-            fail.check(total_changes > 0, f"{pair} np{args.np}: atoms changed owner during the run")
-            fail.check(min(thermo[s][2 + 4] for s in thermo) > 0, f"{pair} np{args.np}: ghost atoms counted")
+            fail.expect(total_changes > 0, f"{pair} np{args.np}: atoms changed owner during the run")
+            fail.expect(min(thermo[s][2 + 4] for s in thermo) > 0, f"{pair} np{args.np}: ghost atoms counted")
         serial = runs[1][0]
         if pair == "nvalchemi":
-            fail.check(all(thermo[s][2 + 5] == serial[s][2 + 5] for s in thermo),
+            fail.expect(all(thermo[s][2 + 5] == serial[s][2 + 5] for s in thermo),
                        f"nvalchemi np{args.np}: edges total equals the 1-rank count at every step "
                        f"({int(thermo[0][2 + 5])} at step 0)")
-            fail.check(all(thermo[s][2 + 7] > 0 and thermo[s][2 + 8] > 0 for s in thermo),
+            fail.expect(all(thermo[s][2 + 7] > 0 and thermo[s][2 + 8] > 0 for s in thermo),
                        "nvalchemi: model and glue times reported")
         else:
-            fail.check(all(not np.any(thermo[s][[2 + 5, 2 + 7, 2 + 8, 2 + 9]]) for s in thermo),
+            fail.expect(all(not np.any(thermo[s][[2 + 5, 2 + 7, 2 + 8, 2 + 9]]) for s in thermo),
                        "lj/cut: edges and model times are zero for a pair style without a model")
         # drift: least-squares slope of etotal per atom over the last 6 steps
         for step in range(6, steps + 1):
@@ -139,10 +129,10 @@ def case_stats(args, workdir, fail):
             e = np.array([thermo[s][0] for s in t]) / natoms
             slope = np.polyfit(t, e, 1)[0]
             if abs(thermo[step][2 + 10] - slope) > 1e-9 * max(abs(slope), 1e-6):
-                fail.check(False, f"{pair}: drift on step {step} is {thermo[step][2 + 10]}, oracle {slope}")
+                fail.expect(False, f"{pair}: drift on step {step} is {thermo[step][2 + 10]}, oracle {slope}")
                 break
         else:
-            fail.check(True, f"{pair} np{args.np}: drift equals the least-squares slope of etotal/atoms "
+            fail.expect(True, f"{pair} np{args.np}: drift equals the least-squares slope of etotal/atoms "
                        "over the window at every step")
 
 
@@ -172,15 +162,15 @@ def case_restart(args, workdir, fail):
     before = np.loadtxt(os.path.join(workdir, "restart_first", "owners20.dump"), skiprows=9)
     after = read_dumps(os.path.join(workdir, "restart_second", "owners20.dump"))[20]
     moved = int(np.sum(before[:, 1] != after[:, 1]))
-    fail.check(resumed[20][6] == moved,
+    fail.expect(resumed[20][6] == moved,
                f"after read_restart the first count ({int(resumed[20][6])}) is the atoms whose rank "
                f"changed since the restart was written ({moved})")
     changes = [(s, reference[s][6], resumed[s][6]) for s in range(20, 41) if reference[s][6] != resumed[s][6]]
-    fail.check(not changes, f"owner changes on steps 20-40 equal those of one continuous run of two "
+    fail.expect(not changes, f"owner changes on steps 20-40 equal those of one continuous run of two "
                f"`run 20` {changes[:3]}")
     drift = max(abs(reference[s][10] - resumed[s][10]) for s in range(20, 41))
     scale = max(abs(reference[s][10]) for s in range(20, 41))
-    fail.check(drift <= args.tol * scale, f"drift window carried through the restart: {drift / scale:.2e} relative")
+    fail.expect(drift <= args.tol * scale, f"drift window carried through the restart: {drift / scale:.2e} relative")
 
 
 # ---- guard ---------------------------------------------------------------------------------
@@ -203,7 +193,7 @@ def case_guard(args, workdir, fail):
         text = dd_input(pair=PAIRS["nvalchemi"].format(model=args.model), body=body, **setup)
         output, _ = lammps(args, workdir, f"guard_nan_np{nranks}", nranks, text, expect_failure=True)
         expected = rf"ERROR.*guard on step 0: non-finite forces on 1 atoms, IDs: {atom} \(rank {nranks - 1}\)"
-        fail.check(re.search(expected, output) is not None,
+        fail.expect(re.search(expected, output) is not None,
                    f"np{nranks}: guard names atom {atom} (infinite force) and its rank {nranks - 1}")
 
     pair = PAIRS["nvalchemi"].format(model=args.model)
@@ -219,7 +209,7 @@ def case_guard(args, workdir, fail):
     output, _ = lammps(args, workdir, "guard_abort", args.np, text, expect_failure=True)
     match = re.search(r"forces above maxforce \S+ on (\d+) atoms, IDs:((?: \d+ \(rank \d+\))+)", output)
     named = [int(w) for w in re.findall(r"(\d+) \(rank", match.group(2))] if match else []
-    fail.check(match is not None and int(match.group(1)) == len(above) and set(named) <= set(above)
+    fail.expect(match is not None and int(match.group(1)) == len(above) and set(named) <= set(above)
                and len(named) == min(len(above), 8 * args.np),
                f"maxforce abort counts the {len(above)} atoms above {limit:.3f} and names them")
 
@@ -229,10 +219,10 @@ def case_guard(args, workdir, fail):
     output, log = lammps(args, workdir, "guard_clamp", args.np, text)
     clamped = np.loadtxt(os.path.join(workdir, "guard_clamp", "forces.dump"), skiprows=9)
     expected = free[:, 1:4] * np.minimum(1.0, limit / magnitude)[:, None]
-    fail.check(relative_difference(clamped[:, 1:4], expected) <= args.tol,
+    fail.expect(relative_difference(clamped[:, 1:4], expected) <= args.tol,
                f"clamp scales exactly the forces above the limit to it: "
                f"{relative_difference(clamped[:, 1:4], expected):.1e}")
-    fail.check(thermo_table(log)[0][0] == len(above) and "WARNING: Fix nvalchemi/dd guard clamped" in output,
+    fail.expect(thermo_table(log)[0][0] == len(above) and "WARNING: Fix nvalchemi/dd guard clamped" in output,
                f"clamp warns and counts {len(above)} clamped forces in f_dd[13]")
 
 
@@ -262,7 +252,7 @@ def case_validate(args, workdir, fail):
         output, _ = lammps(args, workdir, "validate_" + re.sub(r"\W+", "_", name), args.np, text)
         found = validations(output)
         worst = max((max(x for x in v if x is not None) for v in found), default=None)
-        fail.check(len(found) == steps // every + 1 and worst is not None and worst <= args.tol,
+        fail.expect(len(found) == steps // every + 1 and worst is not None and worst <= args.tol,
                    f"{name} np{args.np}: {len(found)} validations pass, largest relative difference {worst}")
 
     # a partial energy declared replicated: invisible on 1 rank, forces and energy / nprocs on more
@@ -272,13 +262,13 @@ def case_validate(args, workdir, fail):
     body = f"fix dd all nvalchemi/dd validate 5 {args.tol}\nrun 5\n"
     output, _ = lammps(args, workdir, "validate_wrong_np1", 1,
                        dd_input(comm="", grid="1 1 1", data=data, pair=wrong, body=body))
-    fail.check(len(validations(output)) == 2, "misdeclared spec on 1 rank: validate passes (nothing to catch)")
+    fail.expect(len(validations(output)) == 2, "misdeclared spec on 1 rank: validate passes (nothing to catch)")
     output, _ = lammps(args, workdir, "validate_wrong", args.np,
                        dd_input(comm=comm, grid=grid, data=data, pair=wrong, body=body), expect_failure=True)
     match = re.search(r"ERROR: Fix nvalchemi/dd validate: on step 0 the decomposed run differs from the "
                       r"single-process reference by (\S+) relative", output)
     expected = 1.0 - 1.0 / args.np
-    fail.check(match is not None and abs(float(match.group(1)) - expected) < 1e-6,
+    fail.expect(match is not None and abs(float(match.group(1)) - expected) < 1e-6,
                f"misdeclared spec on {args.np} ranks: validate stops the run, difference "
                f"{match.group(1) if match else None} (expected 1 - 1/{args.np})")
 
@@ -336,7 +326,7 @@ def case_hook(args, workdir, fail):
     ref_thermo, ref_frames = run("native_restraint_stage_np1", 1, natives["restraint"])
     worst = max(max(relative_difference(frames[s][:, 1:7], ref_frames[s][:, 1:7]),
                     abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps))
-    fail.check(worst <= args.tol, f"restraint at stage before_compute, np{args.np}: equals fix spring/self: {worst:.1e}")
+    fail.expect(worst <= args.tol, f"restraint at stage before_compute, np{args.np}: equals fix spring/self: {worst:.1e}")
 
     # observers: after the step they see the state the dump of that step writes; before the step
     # (defined before the integrator) the state of the previous step's dump. Under pair_style
@@ -357,7 +347,7 @@ def case_hook(args, workdir, fail):
                      z * len(dumps[s]) if z > 0 else -1) for s in range(1, 11)]
         if scope == "global":  # every rank calls the module on the whole group; lines may interleave
             printed, expected = sorted(printed), sorted(expected * args.np)
-        fail.check(len(printed) == len(expected) and all(n == m and zs == ze and abs(a - b) <= args.tol * b
+        fail.expect(len(printed) == len(expected) and all(n == m and zs == ze and abs(a - b) <= args.tol * b
                                               for (a, n, zs), (b, m, ze) in zip(printed, expected)),
                    f"observer at stage {stage}, scope {scope}, np{args.np}: called once per step on the whole "
                    f"group with the velocities of the dump of step {'s' if offset else 's-1'} and the atomic "
@@ -372,7 +362,7 @@ def case_hook(args, workdir, fail):
         return np.array([float(x) for x in match.groups()]) if match else np.full(3, np.nan)
     native_min = minimized("minimize_native", natives["restraint"])
     hook_min = minimized("minimize_hook", f"fix dd all nvalchemi/dd hook {restraint} local 1\nfix_modify dd energy yes\n")
-    fail.check(relative_difference(hook_min, native_min) <= args.tol,
+    fail.expect(relative_difference(hook_min, native_min) <= args.tol,
                f"minimize with the restraint hook, np{args.np}: initial, next-to-last and final energy equal "
                f"fix spring/self ({relative_difference(hook_min, native_min):.1e})")
 
@@ -403,7 +393,7 @@ def case_hook(args, workdir, fail):
                         w_all.append(relative_difference(thermo[step][1:7], expected))
                     ok = ok and max(w_all) <= 1e-9
                     message += f"; virial = spring/self + sum dx (x) f / V: {max(w_all):.1e}"
-                fail.check(ok, message)
+                fail.expect(ok, message)
 
 
 # ---- snapshot ------------------------------------------------------------------------------
@@ -441,22 +431,22 @@ def case_snapshot(args, workdir, fail):
     thermo, dumps, rundir = runs[args.np]
     frames = read_extxyz(os.path.join(rundir, "all.xyz"))
     atoms = ase.io.read(os.path.join(rundir, "all.xyz"), index=":")
-    fail.check(len(frames) == 3 and len(atoms) == 3, "snapshots at steps 0, 10, 20, read by ASE")
+    fail.expect(len(frames) == 3 and len(atoms) == 3, "snapshots at steps 0, 10, 20, read by ASE")
     worst = 0.0
     for (header, rows), image, step in zip(frames, atoms, (0, 10, 20)):
         dump = dumps[step]
         ids = np.array([int(r[-1]) for r in rows])
-        fail.check(np.array_equal(ids, dump[:, 0].astype(int)), f"step {step}: every atom once, sorted by ID")
+        fail.expect(np.array_equal(ids, dump[:, 0].astype(int)), f"step {step}: every atom once, sorted by ID")
         # the test systems' boxes start at the origin, so positions need no shift
         worst = max(worst, relative_difference(image.get_forces(), dump[:, 5:8]),
                     relative_difference(image.get_positions(), dump[:, 2:5]),
                     abs(image.get_potential_energy() - thermo[step][0]) / abs(thermo[step][0]))
-        fail.check(list(image.get_chemical_symbols()) == ["Ar"] * len(ids) and all(image.pbc),
+        fail.expect(list(image.get_chemical_symbols()) == ["Ar"] * len(ids) and all(image.pbc),
                    f"step {step}: species and pbc")
-    fail.check(worst <= args.tol, f"ASE reads the dump's forces, thermo pe and positions: {worst:.1e}")
+    fail.expect(worst <= args.tol, f"ASE reads the dump's forces, thermo pe and positions: {worst:.1e}")
     heavy = ase.io.read(os.path.join(rundir, "heavy.xyz"), index=":")
     expected = int(np.sum(dumps[0][:, 1] == 2))
-    fail.check(all(len(a) == expected for a in heavy), f"a group's snapshot holds its {expected} atoms")
+    fail.expect(all(len(a) == expected for a in heavy), f"a group's snapshot holds its {expected} atoms")
 
     serial = read_extxyz(os.path.join(runs[1][2], "all.xyz"))
     same_layout = all(h1.keys() == h2.keys() and h1["Lattice"] == h2["Lattice"] and
@@ -465,13 +455,13 @@ def case_snapshot(args, workdir, fail):
     numbers = max(relative_difference(np.array([[float(x) for x in r[1:7]] for r in r1]),
                                       np.array([[float(x) for x in r[1:7]] for r in r2]))
                   for (_, r1), (_, r2) in zip(frames, serial))
-    fail.check(same_layout and numbers <= args.tol,
+    fail.expect(same_layout and numbers <= args.tol,
                f"np{args.np} snapshots equal the 1-rank ones: same atoms, order, species and cell; numbers {numbers:.1e}")
     # before any dynamics only the forces' and the energy's last bits may differ (ghost partials and
     # each atom's edges summed in another order)
     (h1, r1), (h2, r2) = frames[0], serial[0]
     energies = abs(float(h1["energy"]) - float(h2["energy"])) / abs(float(h2["energy"]))
-    fail.check({**h1, "energy": 0} == {**h2, "energy": 0} and energies <= args.tol
+    fail.expect({**h1, "energy": 0} == {**h2, "energy": 0} and energies <= args.tol
                and [r[:4] + r[7:] for r in r1] == [r[:4] + r[7:] for r in r2],
                f"step 0: np{args.np} and 1-rank snapshots have the identical header but the energy "
                f"({energies:.1e}), species, positions and IDs")
@@ -499,15 +489,14 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the run directories")
     args = parser.parse_args()
 
-    fail = Failures()
+    fail = Checks()
     workdir = tempfile.mkdtemp(prefix=f"nvalchemi-dd-{args.case}-")
     CASES[args.case](args, workdir, fail)
     if not args.keep:
         subprocess.run(["rm", "-rf", workdir])
     else:
         print(f"run directories kept in {workdir}")
-    if fail.messages:
-        sys.exit("FAIL:\n" + "\n".join(fail.messages))
+    fail.exit_on_failure()
 
 
 if __name__ == "__main__":

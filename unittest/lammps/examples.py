@@ -37,7 +37,7 @@ import tempfile
 
 import numpy as np
 
-from harness import kokkos_switches, ran_nvalchemi_kk, run_lammps
+from harness import Checks, kokkos_switches, ran_nvalchemi_kk, run_lammps
 
 PRINTED = 2e-7
 
@@ -88,12 +88,10 @@ def main():
     parser.add_argument("--repo", required=True)
     args = parser.parse_args()
 
-    failures = []
+    checks = Checks()
 
     def check(example, what, ok):
-        print(f"{'ok' if ok else 'FAIL':4s} examples/{example}: {what}")
-        if not ok:
-            failures.append(f"examples/{example}: {what}")
+        checks.expect(ok, f"examples/{example}: {what}")
 
     with tempfile.TemporaryDirectory(prefix="nvalchemi-examples-") as workdir:
         os.symlink(os.path.join(args.repo, "potentials"), os.path.join(workdir, "potentials"))
@@ -225,8 +223,7 @@ def main():
             check(example.name, f"-k on t 2 -sf kk runs pair_style nvalchemi/kk and prints the same thermo ({len(kk['Step'])} rows)",
                   ran_nvalchemi_kk(out) and len(kk["Step"]) == len(plain["Step"])
                   and all(close(kk[k], plain[k]) for k in columns))
-    if failures:
-        sys.exit("FAIL:\n" + "\n".join(failures))
+    checks.exit_on_failure()
 
 
 if __name__ == "__main__":

@@ -163,6 +163,12 @@ class Checks:
         if not ok:
             self.failures.append(f"{name} = {value:.3e}")
 
+    def expect(self, ok, message):
+        """A check without a figure: `message` printed, a failure when not `ok`."""
+        print(("ok   " if ok else "FAIL ") + message)
+        if not ok:
+            self.failures.append(message)
+
     def exit_on_failure(self):
         if self.failures:
             sys.exit("FAIL:\n  " + "\n  ".join(self.failures))
