@@ -250,6 +250,64 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
   EXPECT_DOUBLE_EQ(c.virial[1], -(-1 * 0.25));
 }
 
+namespace {
+// what the pair style's tallies receive from consolidate_share
+struct RecordingConsumer : ShareConsumer {
+  explicit RecordingConsumer(bool virial) : virial_wanted(virial) {}
+  void edge_forces(const Graph &, const double *g) override { edge_gradients = g; }
+  void row_forces(const Graph &, const double *f, int64_t n, double w) override
+  {
+    forces = f;
+    rows = n;
+    weight = w;
+  }
+  bool wants_virial() const override { return virial_wanted; }
+  void virial(const double w[6]) override { std::copy_n(w, 6, given); ++virials; }
+  bool virial_wanted;
+  const double *edge_gradients = nullptr, *forces = nullptr;
+  int64_t rows = -1;
+  double weight = 0.0, given[6] = {};
+  int virials = 0;
+};
+}    // namespace
+
+TEST(Consolidation, TalliesAndValidationShareOnePath)
+{
+  // model forces: the consolidated rows with their row weight; a virial only when wanted, and
+  // a wanted virial the spec does not declare is reported, not made up
+  MLIPSpec spec = preset("SPEC_UMA_HALO").resolved();
+  spec.outputs.erase("virial");
+  spec.outputs.erase("stress");
+  spec.outputs.erase(*spec.node_virial_key);
+  const Graph g = two_owned_one_ghost();
+  const EnergyShare share = energy_share(spec, 2);
+  ModelOutputs out = outputs_with({{"forces", {{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}}});
+  RecordingConsumer without(false), with(true);
+  EXPECT_TRUE(consolidate_share({spec, share, g, out, 1.0, 2}, without));
+  EXPECT_EQ(without.forces, out.tensors.at("forces").values.data());
+  EXPECT_EQ(without.rows, consolidated_rows(spec.outputs.at("forces"), g));
+  EXPECT_DOUBLE_EQ(without.weight, row_weight(spec.outputs.at("forces"), 2));
+  EXPECT_EQ(without.virials, 0);
+  EXPECT_FALSE(consolidate_share({spec, share, g, out, 1.0, 2}, with));
+  EXPECT_EQ(with.virials, 0);
+
+  // framework forces: the edge gradients as they are, the virial -r (x) g summed over edges,
+  // the one validate's Contribution holds
+  const MLIPSpec lj = preset("SPEC_LJ_HALO").resolved();
+  ModelOutputs edges;
+  const auto gradients =
+      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
+  edges.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  RecordingConsumer tally(true);
+  EXPECT_TRUE(consolidate_share({lj, energy_share(lj, 1), g, edges, 1.0, 1}, tally));
+  EXPECT_EQ(tally.edge_gradients, gradients->data());
+  Contribution c;
+  std::vector<double> rows;
+  rank_share(lj, energy_share(lj, 1), g, edges, 1.0, 1, c, rows);
+  EXPECT_EQ(tally.virials, 1);
+  for (int v = 0; v < 6; ++v) EXPECT_EQ(tally.given[v], c.virial[v]);
+}
+
 TEST(Consolidation, NonFiniteResultsNameTheFirstAtomAndCountTheRest)
 {
   const Graph g = two_owned_one_ghost();
