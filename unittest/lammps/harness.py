@@ -1,10 +1,12 @@
 """What the LAMMPS-driven tests share: running LAMMPS under mpirun (with a timeout), the test
 systems, and the relative difference they are judged by."""
 
+import hashlib
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from typing import List, Optional
 
 import numpy as np
@@ -207,10 +209,39 @@ def snapshot_commands(steps, dump_columns, global_values):
     return text
 
 
+# Where reference runs (the single-rank and oracle runs that several tests repeat) are kept
+# between tests: ctest sets it (unittest/CMakeLists.txt); unset, every run is made.
+REFERENCE_CACHE = os.environ.get("NVALCHEMI_REFERENCE_CACHE")
+
+
+def reference_key(lmp, nranks, input_text, steps, lmp_args):
+    """What a run's results depend on: the lmp binary (path, size, modification time), the ranks,
+    lmp's switches, the steps and the input, in which every path of an existing file (the system,
+    the models, a plugin, a kernel library) stands for the hash of its bytes."""
+    stat = os.stat(lmp if os.sep in lmp else os.path.join(os.getcwd(), lmp))
+    parts = [os.path.abspath(lmp), str(stat.st_size), str(stat.st_mtime_ns), str(nranks), repr(lmp_args),
+             repr(list(steps))]
+    for token in re.split(r"(\s+)", input_text):
+        if token.startswith("/") and os.path.isfile(token):
+            with open(token, "rb") as f:
+                token = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        parts.append(token)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
 def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps, lmp_args=None):
     """Run `input_text` (ending in snapshot_commands) in `rundir`, with lmp's extra switches
     `lmp_args`; exit the test on failure. Returns ({step: (per-atom rows, global values)},
-    LAMMPS' screen output)."""
+    LAMMPS' screen output). A single-rank run (the reference that the tests of one system and
+    model compare with, each on its own grid) is taken from REFERENCE_CACHE when the same lmp made
+    the same run before, and kept there otherwise."""
+    reference = nranks == 1
+    key = reference_key(lmp, nranks, input_text, steps, lmp_args) if reference and REFERENCE_CACHE else None
+    cached = os.path.join(REFERENCE_CACHE, key + ".npz") if key else None
+    if cached and os.path.exists(cached):
+        with np.load(cached) as kept:
+            return ({step: (kept[f"atoms{step}"], kept[f"globals{step}"]) for step in steps},
+                    str(kept["output"]))
     os.makedirs(rundir)
     with open(os.path.join(rundir, "in.test"), "w") as f:
         f.write(input_text)
@@ -220,6 +251,14 @@ def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps, lmp_arg
     snapshots = {step: (np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2),
                         np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1))
                  for step in steps}
+    if cached:
+        # written whole, then renamed: a test reading the cache never sees half a file
+        os.makedirs(REFERENCE_CACHE, exist_ok=True)
+        arrays = {f"atoms{step}": atoms for step, (atoms, _) in snapshots.items()}
+        arrays.update({f"globals{step}": values for step, (_, values) in snapshots.items()})
+        with tempfile.NamedTemporaryFile(dir=REFERENCE_CACHE, suffix=".npz", delete=False) as f:
+            np.savez(f, output=np.array(proc.stdout), **arrays)
+        os.replace(f.name, cached)
     return snapshots, proc.stdout
 
 
