@@ -10,6 +10,9 @@
 
 #include <ATen/Parallel.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
@@ -34,10 +37,16 @@ namespace NVAlchemi {
 
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device)
   {
-    check_archive(file_bytes);
-    register_exchange_ops();    // before deserializing: the model's code may call them
-    if (is_aoti_package(file_bytes)) return load_aoti_model(file_bytes, device);
-    return load_torchscript_model(file_bytes, device);
+    const bool aoti = is_aoti_package(file_bytes);
+    try {
+      check_archive(file_bytes);
+      register_exchange_ops();    // before deserializing: the model's code may call them
+      if (aoti) return load_aoti_model(file_bytes, device);
+      return load_torchscript_model(file_bytes, device);
+    } catch (std::exception &e) {
+      throw std::runtime_error(std::string(aoti ? "as an AOTInductor" : "as a TorchScript") +
+                               " model: " + e.what());
+    }
   }
 
 }    // namespace NVAlchemi

@@ -63,9 +63,9 @@ namespace NVAlchemi {
 
   // The runner for the bytes of a model file (a TorchScript archive, .pt, or an AOTInductor
   // package, .pt2), the format recognised from the contents, loaded onto `device` (chosen:
-  // choose_device). Throws std::runtime_error with the loader's message if the bytes cannot be
-  // loaded in that format or for that device, and naming the operator when the model calls one
-  // that no loaded library registers.
+  // choose_device). Throws std::runtime_error ("as a TorchScript model: " and the loader's
+  // message) if the bytes cannot be loaded in that format or for that device, naming the
+  // operator when the model calls one that no loaded library registers.
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device = {});
 
 }    // namespace NVAlchemi

@@ -204,11 +204,10 @@ namespace NVAlchemi {
 
     PairModel &s = m;    // the names of the pair style's state
     s.model_file = file;
-    const char *format = is_aoti_package(archive) ? "an AOTInductor" : "a TorchScript";
     try {
       s.model = load_model(archive, s.device);
     } catch (std::exception &e) {
-      lmp->error->all(FLERR, 1, "Cannot load {} as {} model: {}", file, format, e.what());
+      lmp->error->all(FLERR, 1, "Cannot load {} {}", file, e.what());
     }
 
     const std::string &text = s.model->metadata_text();
