@@ -37,7 +37,7 @@ from typing import Dict, List, Tuple
 import torch
 
 import nvalchemi_lammps.ops
-from nvalchemi_lammps.export import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE
+from nvalchemi_lammps.contract import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE
 
 UNITS = ("lj", "real", "metal", "si", "cgs", "electron", "micro", "nano")
 # each preset's halo mode (doc/Howto_nvalchemi_spec.rst, "Presets")
@@ -94,7 +94,7 @@ class LoadedModel:
 def check_metadata(text: str) -> Dict:
     """The metadata as a dict; raises ValueError naming what is wrong."""
     if not text:
-        raise ValueError(f"no metadata ({METADATA_FILE}): write the model with nvalchemi_export.save_model")
+        raise ValueError(f"no metadata ({METADATA_FILE}): write the model with nvalchemi_lammps.export.save_model")
     meta = json.loads(text)
     for key in ("contract_version", "cutoff", "species", "units", "dtype", "spec"):
         if key not in meta:

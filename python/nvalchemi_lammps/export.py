@@ -25,13 +25,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
 
-CONTRACT_VERSION = 1
-METADATA_FILE = "nvalchemi_metadata.json"
-# the AOTInductor package's metadata entry naming the energy output (its outputs are positional)
-AOTI_ENERGY_OUTPUT = "nvalchemi_energy_output"
-# the contract's inputs, in the positional order of an AOTInductor model
-CONTRACT_INPUTS = ("positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell", "pbc",
-                   "n_owned")
+from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS,  # noqa: F401  (the export's API)
+                                       CONTRACT_VERSION, METADATA_FILE)
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -63,7 +58,7 @@ def require_ranks_in_step(path: str, metadata: Dict) -> None:
     would make other exchange calls than a rank with atoms (nvalchemi-check's "in step" check):
     pair_style nvalchemi stops such a run. A model that cannot be evaluated on the check's small
     random cell is kept, with a warning to run nvalchemi-check."""
-    from nvalchemi_lammps import check as nvalchemi_check  # it imports this module
+    from nvalchemi_lammps import check as nvalchemi_check
     try:
         halo, layers = nvalchemi_check.halo_and_layers(metadata["spec"], "")
     except ValueError:  # a spec in the toolkit's layout: the rows of halo mode layerwise
