@@ -69,7 +69,7 @@ def require_ranks_in_step(path: str, metadata: Dict) -> None:
                                                         layers, atoms=8, seed=1)
     except Exception as exc:  # noqa: BLE001  (any failure of the evaluation itself)
         cause = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]  # a TorchScript trace ends in it
-        print(f"nvalchemi_export: warning: could not check that every rank of {path} makes the same exchange "
+        print(f"nvalchemi-export: warning: could not check that every rank of {path} makes the same exchange "
               f"calls ({cause}); run nvalchemi-check {path}", file=sys.stderr)
         return
     if not in_step:

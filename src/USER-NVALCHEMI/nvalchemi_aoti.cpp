@@ -7,6 +7,7 @@
    pass, exchange ops included (they run through the dispatcher by name).
 ------------------------------------------------------------------------- */
 
+#include "nvalchemi_model.h"
 #include "nvalchemi_torch.h"
 
 #include "nvalchemi_metadata.h"

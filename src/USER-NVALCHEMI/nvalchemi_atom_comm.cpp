@@ -9,7 +9,7 @@
 #include "lammps.h"
 #include "pair.h"
 
-#include "nvalchemi_halo.h"
+#include "nvalchemi_gather.h"
 
 #include <algorithm>
 

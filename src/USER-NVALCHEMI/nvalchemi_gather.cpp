@@ -1,11 +1,13 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: gathers of per-atom rows sorted by atom ID.
+   USER-NVALCHEMI: gathers of per-atom rows sorted by atom ID, ranges over ranks.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_gather.h"
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -53,6 +55,24 @@ namespace NVAlchemi {
       sorted.insert(sorted.end(), g.rows.begin() + static_cast<size_t>(row) * width,
                     g.rows.begin() + static_cast<size_t>(row + 1) * width);
     return sorted;
+  }
+
+  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n)
+  {
+    // the maximum as the minimum of the negated values, in one all-reduce without allocation
+    if (n > MAX_RANGE_VALUES)
+      throw std::invalid_argument("mpi_range: at most " + std::to_string(MAX_RANGE_VALUES) +
+                                  " values");
+    int64_t both[2 * MAX_RANGE_VALUES];
+    for (int k = 0; k < n; ++k) {
+      both[k] = values[k];
+      both[n + k] = -values[k];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, both, 2 * n, MPI_INT64_T, MPI_MIN, comm);
+    for (int k = 0; k < n; ++k) {
+      lowest[k] = both[k];
+      highest[k] = -both[n + k];
+    }
   }
 
 }    // namespace NVAlchemi

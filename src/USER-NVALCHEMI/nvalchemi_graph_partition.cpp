@@ -4,7 +4,7 @@
 
 #include "nvalchemi_graph_partition.h"
 
-#include "nvalchemi_halo.h"
+#include "nvalchemi_gather.h"
 
 #include "nvalchemi_consolidate.h"
 #include "nvalchemi_outputs.h"

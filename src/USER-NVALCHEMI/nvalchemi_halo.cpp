@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -79,24 +78,6 @@ namespace NVAlchemi {
         return std::make_unique<PartitionHalo>(world);
     }
     throw std::invalid_argument("unknown halo mode");
-  }
-
-  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n)
-  {
-    // the maximum as the minimum of the negated values, in one all-reduce without allocation
-    if (n > MAX_RANGE_VALUES)
-      throw std::invalid_argument("mpi_range: at most " + std::to_string(MAX_RANGE_VALUES) +
-                                  " values");
-    int64_t both[2 * MAX_RANGE_VALUES];
-    for (int k = 0; k < n; ++k) {
-      both[k] = values[k];
-      both[n + k] = -values[k];
-    }
-    MPI_Allreduce(MPI_IN_PLACE, both, 2 * n, MPI_INT64_T, MPI_MIN, comm);
-    for (int k = 0; k < n; ++k) {
-      lowest[k] = both[k];
-      highest[k] = -both[n + k];
-    }
   }
 
 }    // namespace NVAlchemi

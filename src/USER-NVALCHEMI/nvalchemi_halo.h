@@ -73,11 +73,6 @@ namespace NVAlchemi {
   std::unique_ptr<Halo> make_halo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms,
                                   MPI_Comm world);
 
-  // Collective over `comm`: element-wise minimum and maximum of `values` [n], n at most
-  // MAX_RANGE_VALUES (one all-reduce): what an exchanger's range_over_ranks does with MPI.
-  static constexpr int MAX_RANGE_VALUES = 4;
-  void mpi_range(MPI_Comm comm, const int64_t *values, int64_t *lowest, int64_t *highest, int n);
-
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS
 

@@ -3,6 +3,7 @@
    the process (threads, registered operators).
 ------------------------------------------------------------------------- */
 
+#include "nvalchemi_model.h"
 #include "nvalchemi_torch.h"
 
 #include "nvalchemi_archive.h"

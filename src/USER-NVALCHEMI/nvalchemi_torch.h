@@ -2,19 +2,23 @@
    USER-NVALCHEMI: what the model runners and the hook share (LibTorch; included only by the
    translation units with LibTorch headers): where tensors live (Placement: device and dtype,
    decided in one place), the contract's input tensors, outputs brought back to the host,
-   errors; the two runners.
+   errors.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_TORCH_H
 #define LMP_NVALCHEMI_TORCH_H
 
 #include "nvalchemi_device.h"
-#include "nvalchemi_model.h"
+#include "nvalchemi_exchange.h"
+#include "nvalchemi_graph.h"
+#include "nvalchemi_outputs.h"
 
 #include <torch/script.h>
 
 #include <chrono>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -102,14 +106,6 @@ namespace NVAlchemi {
       throw std::runtime_error(e.what_without_backtrace());
     }
   }
-
-  // The TorchScript runner (nvalchemi_torchscript.cpp), its module loaded onto `device`.
-  std::unique_ptr<ModelRunner> load_torchscript_model(const std::string &archive_bytes,
-                                                      const Device &device);
-
-  // The AOTInductor runner (nvalchemi_aoti.cpp), its program loaded for `device`.
-  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes,
-                                               const Device &device);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -3,6 +3,7 @@
    (nvalchemi_aoti.cpp). Implements the model contract of doc/Howto_nvalchemi_contract.rst.
 ------------------------------------------------------------------------- */
 
+#include "nvalchemi_model.h"
 #include "nvalchemi_torch.h"
 
 #include "nvalchemi_metadata.h"

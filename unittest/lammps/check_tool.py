@@ -72,7 +72,7 @@ def main():
     parser.add_argument("--ready", nargs="+", required=True)
     parser.add_argument("--deep-model", required=True)
     parser.add_argument("--own-forces", default="")
-    parser.add_argument("--export", default="", help="nvalchemi_export.py (or the nvalchemi-export script)")
+    parser.add_argument("--export", default="", help="the nvalchemi-export script")
     args = parser.parse_args()
     failures = []
 
