@@ -67,8 +67,8 @@ enum Stat {
 };
 }    // namespace
 
-struct FixNVAlchemiDD::Impl {
-  explicit Impl(LAMMPS *lmp) : guard(lmp), drift(lmp), validation(lmp), snapshots(lmp) {}
+struct FixNVAlchemiDD::State {
+  explicit State(LAMMPS *lmp) : guard(lmp), drift(lmp), validation(lmp), snapshots(lmp) {}
   // the features (an interval of 0 turns one off)
   NVAlchemi::ForceGuard guard;
   NVAlchemi::EnergyDrift drift;
@@ -99,7 +99,7 @@ struct FixNVAlchemiDD::Impl {
 ------------------------------------------------------------------------- */
 
 FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
-    Fix(lmp, narg, arg), impl(new Impl(lmp)), owner(nullptr)
+    Fix(lmp, narg, arg), state(new State(lmp)), owner(nullptr)
 {
   vector_flag = 1;
   size_vector = NUM_STATS;
@@ -108,7 +108,7 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
   restart_global = 1;
   restart_peratom = 1;
 
-  Impl &h = *impl;
+  State &h = *state;
   bool stage_given = false;
   std::string hook_file, snapshot_file;
   HookScope hook_scope = HookScope::LOCAL;
@@ -229,7 +229,7 @@ FixNVAlchemiDD::~FixNVAlchemiDD()
   atom->delete_callback(id, Atom::GROW);
   atom->delete_callback(id, Atom::RESTART);
   memory->destroy(owner);
-  delete impl;
+  delete state;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -237,8 +237,8 @@ FixNVAlchemiDD::~FixNVAlchemiDD()
 int FixNVAlchemiDD::setmask()
 {
   int mask = POST_FORCE | MIN_POST_FORCE | END_OF_STEP | POST_RUN;
-  if (impl->hook_at(HookStage::BEFORE_STEP)) mask |= INITIAL_INTEGRATE;
-  if (impl->hook_at(HookStage::BEFORE_COMPUTE)) mask |= PRE_FORCE | MIN_PRE_FORCE;
+  if (state->hook_at(HookStage::BEFORE_STEP)) mask |= INITIAL_INTEGRATE;
+  if (state->hook_at(HookStage::BEFORE_COMPUTE)) mask |= PRE_FORCE | MIN_PRE_FORCE;
   return mask;
 }
 
@@ -246,7 +246,7 @@ int FixNVAlchemiDD::setmask()
 
 void FixNVAlchemiDD::init()
 {
-  Impl &h = *impl;
+  State &h = *state;
   if (utils::strmatch(update->integrate_style, "^respa"))
     error->all(FLERR, Error::NOLASTLINE, "Fix nvalchemi/dd does not support run_style respa");
   const HookStage stage = h.hook ? h.hook->stage() : HookStage::AFTER_COMPUTE;
@@ -292,9 +292,9 @@ void FixNVAlchemiDD::init()
 void FixNVAlchemiDD::setup(int vflag)
 {
   count_owner_changes();
-  impl->stats_step = -1;
+  state->stats_step = -1;
   post_force(vflag);
-  if (due(impl->snapshots.every)) {
+  if (due(state->snapshots.every)) {
     modify->clearstep_compute();
     write_snapshot();
   }
@@ -304,7 +304,7 @@ void FixNVAlchemiDD::setup(int vflag)
 void FixNVAlchemiDD::min_setup(int vflag)
 {
   count_owner_changes();
-  impl->stats_step = -1;
+  state->stats_step = -1;
   post_force(vflag);
 }
 
@@ -314,7 +314,7 @@ void FixNVAlchemiDD::min_setup(int vflag)
 
 void FixNVAlchemiDD::initial_integrate(int /*vflag*/)
 {
-  if (due(impl->hook_every)) run_hook();
+  if (due(state->hook_every)) run_hook();
 }
 
 void FixNVAlchemiDD::setup_pre_force(int vflag)
@@ -326,7 +326,7 @@ void FixNVAlchemiDD::min_pre_force(int vflag)
 void FixNVAlchemiDD::pre_force(int vflag)
 {
   v_init(vflag);
-  if (due(impl->hook_every)) run_hook();
+  if (due(state->hook_every)) run_hook();
 }
 
 /* ----------------------------------------------------------------------
@@ -335,7 +335,7 @@ void FixNVAlchemiDD::pre_force(int vflag)
 
 void FixNVAlchemiDD::post_force(int vflag)
 {
-  Impl &h = *impl;
+  State &h = *state;
   if (due(h.validation.every)) h.validation.check(h.models.front());
   if (h.hook_at(HookStage::AFTER_COMPUTE)) {
     v_init(vflag);
@@ -354,7 +354,7 @@ void FixNVAlchemiDD::min_post_force(int vflag)
 void FixNVAlchemiDD::end_of_step()
 {
   count_owner_changes();
-  Impl &h = *impl;
+  State &h = *state;
   if (h.hook_at(HookStage::AFTER_STEP) && due(h.hook_every)) run_hook();
   const bool drift = due(h.drift.every), snapshot = due(h.snapshots.every);
   if (!drift && !snapshot) return;
@@ -367,15 +367,15 @@ void FixNVAlchemiDD::end_of_step()
 // the potential energy of the next steps that drift and snapshots sample must be tallied
 void FixNVAlchemiDD::request_sampled_energy()
 {
-  for (int every : {impl->drift.every, impl->snapshots.every})
-    if (every) impl->pe->addstep((update->ntimestep / every + 1) * every);
+  for (int every : {state->drift.every, state->snapshots.every})
+    if (every) state->pe->addstep((update->ntimestep / every + 1) * every);
 }
 
 /* ---------------------------------------------------------------------- */
 
 void FixNVAlchemiDD::post_run()
 {
-  const Impl &h = *impl;
+  const State &h = *state;
   if (comm->me != 0) return;
   if (h.validation.validations)
     utils::logmesg(lmp,
@@ -402,7 +402,7 @@ void FixNVAlchemiDD::count_owner_changes()
       ++changes;
       owner[i] = comm->me;
     }
-  impl->owner_changes = changes;
+  state->owner_changes = changes;
 }
 
 /* ----------------------------------------------------------------------
@@ -411,7 +411,7 @@ void FixNVAlchemiDD::count_owner_changes()
 
 double FixNVAlchemiDD::compute_vector(int n)
 {
-  const Impl &h = *impl;
+  const State &h = *state;
   switch (n) {
     case DRIFT:
       return h.drift.fit.slope();
@@ -427,7 +427,7 @@ double FixNVAlchemiDD::compute_vector(int n)
 
 void FixNVAlchemiDD::update_stats()
 {
-  Impl &h = *impl;
+  State &h = *state;
   double edges = 0.0;
   // each time summed over the models, then its maximum over ranks
   constexpr int NUM_TIMES = 8;
@@ -468,7 +468,7 @@ void FixNVAlchemiDD::update_stats()
 
 void FixNVAlchemiDD::run_hook()
 {
-  Impl &h = *impl;
+  State &h = *state;
   const std::vector<int> no_species;
   const NVAlchemi::HookRunner::Result result = h.hook->run(
       groupbit, h.models.empty() ? no_species : h.models.front()->atomic_number_of_type(),
@@ -482,12 +482,12 @@ void FixNVAlchemiDD::run_hook()
 double FixNVAlchemiDD::compute_scalar()
 {
   // the hook's energy on the steps it acts, like its forces
-  return impl->hook_step == update->ntimestep ? impl->hook_energy : 0.0;
+  return state->hook_step == update->ntimestep ? state->hook_energy : 0.0;
 }
 
 void FixNVAlchemiDD::write_snapshot()
 {
-  impl->snapshots.write(groupbit, impl->pe, impl->models.front()->atomic_number_of_type());
+  state->snapshots.write(groupbit, state->pe, state->models.front()->atomic_number_of_type());
 }
 
 /* ----------------------------------------------------------------------
@@ -496,7 +496,7 @@ void FixNVAlchemiDD::write_snapshot()
 
 void FixNVAlchemiDD::write_restart(FILE *fp)
 {
-  const Impl &h = *impl;
+  const State &h = *state;
   std::vector<double> list = {static_cast<double>(h.guard.clamped), h.validation.difference,
                               static_cast<double>(h.validation.validations)};
   const std::vector<double> drift = h.drift.fit.state();
@@ -510,7 +510,7 @@ void FixNVAlchemiDD::write_restart(FILE *fp)
 
 void FixNVAlchemiDD::restart(char *buf)
 {
-  Impl &h = *impl;
+  State &h = *state;
   const auto *list = reinterpret_cast<const double *>(buf);
   h.guard.clamped = static_cast<bigint>(list[0]);
   h.validation.difference = list[1];

@@ -52,8 +52,8 @@ class FixNVAlchemiDD : public Fix {
   double memory_usage() override;
 
  protected:
-  struct Impl;    // the features and their state (LibTorch stays out of this header)
-  Impl *impl;
+  struct State;    // the features and their state (LibTorch stays out of this header)
+  State *state;
   int *owner;    // rank that owned each atom at the previous step
 
   void count_owner_changes();

@@ -30,7 +30,7 @@ namespace NVAlchemi {
     if (!read_and_broadcast(lmp, file, archive))
       error->all(FLERR, "Cannot open fix nvalchemi/dd hook file {}", file);
     try {
-      module = std::make_unique<TorchHook>(archive);
+      module = std::make_unique<HookModule>(archive);
     } catch (std::exception &e) {
       error->all(FLERR, "Cannot load fix nvalchemi/dd hook {} as a TorchScript module: {}", file,
                  e.what());
@@ -81,10 +81,10 @@ namespace NVAlchemi {
     }
     const bool calls = scope != HookScope::RANK_ZERO || comm->me == 0;
 
-    HookResult result;
+    HookOutputs result;
     std::vector<double> added;    // forces for `rows`, in their order
     if (calls) {
-      HookBatch batch;
+      HookInputs batch;
       batch.n = static_cast<int64_t>(order.size());
       batch.cell = box_cell(domain);
       for (int row : order) {

@@ -16,7 +16,7 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
   struct Device;
-  class TorchHook;
+  class HookModule;
 
   enum class HookScope { LOCAL, GLOBAL, RANK_ZERO };
   // where in a step the hook runs: initial_integrate, pre_force, post_force, end_of_step
@@ -57,7 +57,7 @@ namespace NVAlchemi {
     std::string module_file;
     HookScope scope;
     HookStage when;
-    std::unique_ptr<TorchHook> module;
+    std::unique_ptr<HookModule> module;
   };
 
 }    // namespace NVAlchemi

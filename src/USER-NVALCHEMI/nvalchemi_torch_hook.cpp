@@ -14,12 +14,12 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  struct TorchHook::Impl {
+  struct HookModule::Impl {
     torch::jit::Module module;
     Placement placement;    // float64 inputs
   };
 
-  TorchHook::TorchHook(const std::string &archive) : impl(new Impl)
+  HookModule::HookModule(const std::string &archive) : impl(new Impl)
   {
     check_archive(archive);
     register_exchange_ops();
@@ -30,9 +30,9 @@ namespace NVAlchemi {
     });
   }
 
-  TorchHook::~TorchHook() = default;
+  HookModule::~HookModule() = default;
 
-  void TorchHook::place_on(const Device &device)
+  void HookModule::place_on(const Device &device)
   {
     rethrow_torch_errors([&] {
       impl->placement = Placement(device);
@@ -40,7 +40,7 @@ namespace NVAlchemi {
     });
   }
 
-  void TorchHook::call(const HookBatch &batch, HookResult &result)
+  void HookModule::call(const HookInputs &batch, HookOutputs &result)
   {
     rethrow_torch_errors([&] {
       const int64_t n = batch.n;

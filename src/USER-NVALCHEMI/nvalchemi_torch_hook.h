@@ -20,7 +20,7 @@ namespace NVAlchemi {
 
   // What a hook module of fix nvalchemi/dd sees: n atoms (this rank's, or a gathered system
   // sorted by atom ID), row-major, double precision.
-  struct HookBatch {
+  struct HookInputs {
     int64_t n = 0;
     std::vector<double> positions;          // [n][3], unwrapped
     std::vector<double> velocities;         // [n][3]
@@ -32,7 +32,7 @@ namespace NVAlchemi {
   };
 
   // What a hook module returned; each part is optional.
-  struct HookResult {
+  struct HookOutputs {
     bool has_forces = false, has_energy = false, has_virial = false;
     std::vector<double> forces;    // [n][3], added to the atoms' forces
     double energy = 0.0;
@@ -40,19 +40,19 @@ namespace NVAlchemi {
   };
 
   // A user TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor], in float64.
-  class TorchHook {
+  class HookModule {
    public:
     // Throws std::runtime_error with LibTorch's message if the archive cannot be loaded.
-    explicit TorchHook(const std::string &archive);
-    ~TorchHook();
-    TorchHook(const TorchHook &) = delete;
-    TorchHook &operator=(const TorchHook &) = delete;
+    explicit HookModule(const std::string &archive);
+    ~HookModule();
+    HookModule(const HookModule &) = delete;
+    HookModule &operator=(const HookModule &) = delete;
 
     // Moves the module, and the batches it is given from then on, to `device` (loaded: cpu).
     void place_on(const Device &device);
 
     // Throws std::runtime_error on a failed call or an output of the wrong shape.
-    void call(const HookBatch &batch, HookResult &result);
+    void call(const HookInputs &batch, HookOutputs &result);
 
    private:
     struct Impl;
