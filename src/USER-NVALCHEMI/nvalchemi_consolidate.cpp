@@ -49,7 +49,7 @@ namespace NVAlchemi {
   bool sums_over_ranks(const OutputSpec &spec)
   { return spec.reduce == Reduce::ALL_REDUCE || spec.autograd; }
 
-  double rank_share_weight(const OutputSpec &spec, int nprocs)
+  double rank_sum_weight(const OutputSpec &spec, int nprocs)
   { return spec.reduce == Reduce::ALL_REDUCE && !spec.autograd ? 1.0 : 1.0 / nprocs; }
 
   int64_t consolidated_rows(const OutputSpec &spec, const Graph &graph)
@@ -70,7 +70,7 @@ namespace NVAlchemi {
                declared_as(spec, "energy", OutputKind::PER_GRAPH)) {
       share.key = "energy";
       share.owned_rows = false;
-      share.weight = rank_share_weight(spec.outputs.at("energy"), nprocs);
+      share.weight = rank_sum_weight(spec.outputs.at("energy"), nprocs);
     } else {
       throw std::invalid_argument("force strategy '" + to_string(strategy) +
                                   "' needs the spec to declare the energy it uses: '" +
@@ -139,7 +139,7 @@ namespace NVAlchemi {
       if (!declared_as(spec, key, OutputKind::PER_GRAPH)) continue;
       const auto &w = sized_output(outputs, key, 9, purpose).values;
       const double weight =
-          rank_share_weight(spec.outputs.at(key), nprocs) * (key[0] == 'v' ? 1.0 : -volume);
+          rank_sum_weight(spec.outputs.at(key), nprocs) * (key[0] == 'v' ? 1.0 : -volume);
       for (int v = 0; v < 6; ++v)
         virial[v] += weight * w[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
       return true;
@@ -198,7 +198,7 @@ namespace NVAlchemi {
                         " force values on this rank are not finite)");
   }
 
-  bool consolidate_share(const RankResult &result, ShareConsumer &consumer)
+  bool consolidate_forces(const RankResult &result, ForceConsumer &consumer)
   {
     const MLIPSpec &spec = result.spec;
     const Graph &graph = result.graph;
@@ -229,7 +229,7 @@ namespace NVAlchemi {
 
   namespace {
     // a rank's share as forces on the graph's rows and a virial, with the largest force term
-    class ContributionConsumer : public ShareConsumer {
+    class ContributionConsumer : public ForceConsumer {
      public:
       ContributionConsumer(Contribution &c, std::vector<double> &rows) : c(c), rows(rows) {}
       void edge_forces(const Graph &graph, const double *g) override
@@ -259,13 +259,13 @@ namespace NVAlchemi {
     };
   }    // namespace
 
-  void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
+  void rank_contribution(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
                   const ModelOutputs &outputs, double volume, int nprocs, Contribution &c,
                   std::vector<double> &row_forces)
   {
     c.energy = outputs.energy_share;
     ContributionConsumer consumer(c, row_forces);
-    consolidate_share({spec, share, graph, outputs, volume, nprocs}, consumer);
+    consolidate_forces({spec, share, graph, outputs, volume, nprocs}, consumer);
   }
 
   void consolidated_per_atom(const RankResult &result, const std::string &name, int width,
@@ -289,7 +289,7 @@ namespace NVAlchemi {
     values = sized_output(result.outputs, name, size, "compute nvalchemi/global").values;
     if (declared.kind != OutputKind::PER_GRAPH) return;    // global: each rank's own value
     if (sums_over_ranks(declared)) {
-      const double weight = rank_share_weight(declared, result.nprocs);
+      const double weight = rank_sum_weight(declared, result.nprocs);
       for (double &value : values) value *= weight;
       atoms.sum_over_ranks(values.data(), size);
     } else {    // already global and replicated: every rank reports rank 0's copy, counted once
@@ -301,7 +301,7 @@ namespace NVAlchemi {
                                Contribution &c, std::vector<double> &row_forces)
   {
     c = Contribution();
-    rank_share(result.spec, result.share, result.graph, result.outputs, result.volume,
+    rank_contribution(result.spec, result.share, result.graph, result.outputs, result.volume,
                result.nprocs, c, row_forces);
     std::vector<double> atom_forces;
     rows_to_atoms(result.graph, row_forces.data(), result.graph.num_rows(), 3, atoms.num_atoms(),

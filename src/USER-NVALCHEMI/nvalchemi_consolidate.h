@@ -1,5 +1,5 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   USER-NVALCHEMI: the rules that turn one rank's model outputs into its share of the
+   USER-NVALCHEMI: the rules that turn one rank's model outputs into its part of the
    decomposed result: which energy each rank differentiates, which rows of an output carry its
    consolidated value, and the checks on what a model returned.
    Plain C++17: no LAMMPS classes, no LibTorch, no MPI (doc/Howto_nvalchemi_spec.rst); what
@@ -45,12 +45,12 @@ namespace NVAlchemi {
   // Factor on every row of a per-node output: 1/nprocs for an autograd output, else 1.
   double row_weight(const OutputSpec &spec, int nprocs);
 
-  // Weight of a per-graph value in this rank's share of a sum over ranks: a partial counts as
+  // Weight of a per-graph value in this rank's part of a sum over ranks: a partial counts as
   // it is; a value replicated on every rank counts 1/nprocs, so the ranks together count it
   // once; an autograd value (nprocs times this rank's part) counts 1/nprocs.
-  double rank_share_weight(const OutputSpec &spec, int nprocs);
+  double rank_sum_weight(const OutputSpec &spec, int nprocs);
 
-  // Whether the ranks' values of a per-graph output are summed (weighted by rank_share_weight)
+  // Whether the ranks' values of a per-graph output are summed (weighted by rank_sum_weight)
   // rather than replicated (rank 0's copy is the value).
   bool sums_over_ranks(const OutputSpec &spec);
 
@@ -59,7 +59,7 @@ namespace NVAlchemi {
   int64_t consolidated_rows(const OutputSpec &spec, const Graph &graph);
 
   // The energy this rank sums (and differentiates unless the model brings its forces), for a
-  // resolved spec (DESIGN: each rank's shares sum to the total). Throws std::invalid_argument
+  // resolved spec (each rank's shares sum to the total energy). Throws std::invalid_argument
   // when the spec does not declare what its force strategy needs.
   EnergyShare energy_share(const MLIPSpec &spec, int nprocs);
 
@@ -84,7 +84,7 @@ namespace NVAlchemi {
   // 'stress', per_graph), which add_model_virial reads.
   bool declares_model_virial(const MLIPSpec &spec);
 
-  // This rank's share of the model's own global virial (LAMMPS order xx yy zz xy xz yz, added
+  // This rank's part of the model's own global virial (LAMMPS order xx yy zz xy xz yz, added
   // to `virial`), from the first output the spec declares of: 'virial' [1,3,3] per_graph; the
   // toolkit's 'stress' [1,3,3] = -W / volume per_graph; the per-atom virials of node_virial_key
   // [N,3,3] per_node, summed over their consolidated rows (the toolkit's node_virial_key
@@ -110,12 +110,12 @@ namespace NVAlchemi {
     int nprocs;
   };
 
-  // Where a rank's share of one evaluation goes: LAMMPS' forces and virial (the pair style's
+  // Where a rank's forces and virial of one evaluation go: LAMMPS' forces and virial (the pair style's
   // tallies, which move the atoms) or a Contribution (fix nvalchemi/dd validate).
-  // consolidate_share decides every row, weight and virial term; a consumer only adds them up.
-  class ShareConsumer {
+  // consolidate_forces decides every row, weight and virial term; a consumer only adds them up.
+  class ForceConsumer {
    public:
-    virtual ~ShareConsumer() = default;
+    virtual ~ForceConsumer() = default;
     // Framework forces: edge e, r = x_receiver - x_sender (receiver edges[2e+1], sender
     // edges[2e]), with energy gradient g[3e..3e+2], pulls -g on its receiver's row and +g on its
     // sender's (ghost rows: partials for their owners).
@@ -123,10 +123,10 @@ namespace NVAlchemi {
     // The model's own forces: weight * forces[3r..3r+2] on rows [0, rows).
     virtual void row_forces(const Graph &graph, const double *forces, int64_t rows,
                             double weight) = 0;
-    // Whether the consumer takes this rank's share of the global virial.
+    // Whether the consumer takes this rank's part of the global virial.
     virtual bool wants_virial() const = 0;
-    // This rank's share of the global virial (xx yy zz xy xz yz).
-    virtual void virial(const double share[6]) = 0;
+    // This rank's part of the global virial (xx yy zz xy xz yz).
+    virtual void virial(const double part[6]) = 0;
   };
 
   // This rank's forces and global virial of one evaluation, by the spec: from the edge
@@ -134,9 +134,9 @@ namespace NVAlchemi {
   // differentiated, else the model's forces on their consolidated rows with their row weight
   // and the model's virial (add_model_virial). Returns false when the consumer wants a virial
   // that the spec does not declare. Throws OutputError.
-  bool consolidate_share(const RankResult &result, ShareConsumer &consumer);
+  bool consolidate_forces(const RankResult &result, ForceConsumer &consumer);
 
-  // One evaluation's energy, forces and virial: a rank's share, or (summed over ranks) the
+  // One evaluation's energy, forces and virial: a rank's part, or (summed over ranks) the
   // decomposed result that fix nvalchemi/dd validate compares with the single-process reference.
   struct Contribution {
     double energy = 0.0;
@@ -148,10 +148,10 @@ namespace NVAlchemi {
     double force_scale = 0.0;
   };
 
-  // This rank's share of one evaluation as a Contribution (consolidate_share, the path the pair
+  // This rank's part of one evaluation as a Contribution (consolidate_forces, the path the pair
   // style's tallies take): forces on the graph's rows in `row_forces` (ghost rows hold partials
   // for their owners). Throws OutputError.
-  void rank_share(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
+  void rank_contribution(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
                   const ModelOutputs &outputs, double volume, int nprocs,
                   Contribution &contribution, std::vector<double> &row_forces);
 

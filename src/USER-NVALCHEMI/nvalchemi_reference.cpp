@@ -26,7 +26,7 @@ namespace NVAlchemi {
     model.evaluate(graph, cell, share, &single_process, outputs);
     Contribution c;
     std::vector<double> row_forces;
-    rank_share(spec, share, graph, outputs, cell_volume(cell), 1, c, row_forces);
+    rank_contribution(spec, share, graph, outputs, cell_volume(cell), 1, c, row_forces);
     rows_to_atoms(graph, row_forces.data(), graph.num_rows(), 3, atomic_numbers.size(), c.forces);
     return c;
   }

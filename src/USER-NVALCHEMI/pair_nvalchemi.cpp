@@ -513,14 +513,14 @@ void PairNVAlchemi::tally_energy()
 
 /* ----------------------------------------------------------------------
    the forces that move the atoms, on the consolidation path that validate
-   checks too (NVAlchemi::consolidate_share): edge forces through
+   checks too (NVAlchemi::consolidate_forces): edge forces through
    add_edge_forces (ghost forces go home by reverse comm), the model's
    forces on their rows, the global virial as the spec says; per-atom
    virials split each edge's -r_ij (x) g evenly between its two atoms, or
    come from the model (W_ab = sum r_a f_b, LAMMPS order xx yy zz xy xz yz)
 ------------------------------------------------------------------------- */
 
-struct PairNVAlchemi::Tally : public NVAlchemi::ShareConsumer {
+struct PairNVAlchemi::Tally : public NVAlchemi::ForceConsumer {
   explicit Tally(PairNVAlchemi *pair) : pair(pair) {}
   void edge_forces(const NVAlchemi::Graph &graph, const double *g) override
   {
@@ -558,7 +558,7 @@ void PairNVAlchemi::tally_forces()
   State &s = *state;
   Tally tally(this);
   const NVAlchemi::RankResult result = s.result(domain, comm->nprocs);
-  if (!NVAlchemi::consolidate_share(result, tally))
+  if (!NVAlchemi::consolidate_forces(result, tally))
     error->all(FLERR, Error::NOLASTLINE,
                "The global virial without F dot r (pair_modify nofdotr) with force strategy "
                "'model' needs the spec to declare model output 'virial' [1,3,3] or the "

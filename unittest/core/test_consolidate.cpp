@@ -82,8 +82,8 @@ TEST(Consolidation, RowsAndWeightsFollowTheReduce)
   EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::ALL_REDUCE}, g), 3);
   EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::OWNED_ONLY}, g), 2);
   EXPECT_EQ(consolidated_rows({OutputKind::PER_NODE, Reduce::NONE}, g), 2);
-  EXPECT_DOUBLE_EQ(rank_share_weight({OutputKind::PER_GRAPH, Reduce::NONE}, 8), 0.125);
-  EXPECT_DOUBLE_EQ(rank_share_weight({OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}, 8), 1.0);
+  EXPECT_DOUBLE_EQ(rank_sum_weight({OutputKind::PER_GRAPH, Reduce::NONE}, 8), 0.125);
+  EXPECT_DOUBLE_EQ(rank_sum_weight({OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}, 8), 1.0);
   EXPECT_FALSE(sums_over_ranks({OutputKind::PER_GRAPH, Reduce::NONE}));
   EXPECT_TRUE(sums_over_ranks({OutputKind::PER_GRAPH, Reduce::ALL_REDUCE}));
 }
@@ -108,7 +108,7 @@ TEST(Consolidation, AutogradOutputsFollowTheToolkitsRule)
   for (Reduce reduce : {Reduce::NONE, Reduce::ALL_REDUCE, Reduce::OWNED_ONLY}) {
     const OutputSpec graph_output{OutputKind::PER_GRAPH, reduce, true};
     EXPECT_TRUE(sums_over_ranks(graph_output));
-    EXPECT_DOUBLE_EQ(rank_share_weight(graph_output, 4), 0.25);
+    EXPECT_DOUBLE_EQ(rank_sum_weight(graph_output, 4), 0.25);
   }
 }
 
@@ -124,7 +124,7 @@ TEST(Consolidation, RankShareOfAutogradModelForcesDividesByTheRankCount)
                                    {"virial", {{1, 3, 3}, {8, 0, 0, 0, 4, 0, 0, 0, 12}}}});
   Contribution c;
   std::vector<double> rows;
-  rank_share(spec, energy_share(spec, 4), g, out, 1.0, 4, c, rows);
+  rank_contribution(spec, energy_share(spec, 4), g, out, 1.0, 4, c, rows);
   EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 1, 1, 1, 2, 0, 0}));    // ghost row kept
   EXPECT_DOUBLE_EQ(c.virial[0], 2.0);
   EXPECT_DOUBLE_EQ(c.virial[2], 3.0);
@@ -225,7 +225,7 @@ TEST(Consolidation, RankShareOfModelForcesKeepsOwnedRowsOfOwnedOnlyForces)
                                    {"virial", {{1, 3, 3}, {8, 1, 2, 1, 4, 3, 2, 3, 6}}}});
   Contribution c;
   std::vector<double> rows;
-  rank_share(spec, energy_share(spec, 2), g, out, 1.0, 2, c, rows);
+  rank_contribution(spec, energy_share(spec, 2), g, out, 1.0, 2, c, rows);
   EXPECT_EQ(rows, (std::vector<double>{1, 2, 3, 4, 5, 6, 0, 0, 0}));
   ASSERT_TRUE(c.has_virial);
   EXPECT_DOUBLE_EQ(c.virial[0], 4.0);    // xx / 2 ranks
@@ -243,7 +243,7 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
   out.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
   Contribution c;
   std::vector<double> rows;
-  rank_share(spec, energy_share(spec, 1), g, out, 1.0, 1, c, rows);
+  rank_contribution(spec, energy_share(spec, 1), g, out, 1.0, 1, c, rows);
   // edge 1 -> 0 with g (0.5,0,0) pulls -g on row 0 and +g on row 1, and so on
   EXPECT_EQ(rows, (std::vector<double>{-1, -0.25, 0, 1, 0, 0, 0, 0.25, 0}));
   EXPECT_DOUBLE_EQ(c.virial[0], -(-1 * 0.5 + 1 * -0.5));    // -sum r_x g_x
@@ -251,8 +251,8 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
 }
 
 namespace {
-// what the pair style's tallies receive from consolidate_share
-struct RecordingConsumer : ShareConsumer {
+// what the pair style's tallies receive from consolidate_forces
+struct RecordingConsumer : ForceConsumer {
   explicit RecordingConsumer(bool virial) : virial_wanted(virial) {}
   void edge_forces(const Graph &, const double *g) override { edge_gradients = g; }
   void row_forces(const Graph &, const double *f, int64_t n, double w) override
@@ -283,12 +283,12 @@ TEST(Consolidation, TalliesAndValidationShareOnePath)
   const EnergyShare share = energy_share(spec, 2);
   ModelOutputs out = outputs_with({{"forces", {{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}}});
   RecordingConsumer without(false), with(true);
-  EXPECT_TRUE(consolidate_share({spec, share, g, out, 1.0, 2}, without));
+  EXPECT_TRUE(consolidate_forces({spec, share, g, out, 1.0, 2}, without));
   EXPECT_EQ(without.forces, out.tensors.at("forces").values.data());
   EXPECT_EQ(without.rows, consolidated_rows(spec.outputs.at("forces"), g));
   EXPECT_DOUBLE_EQ(without.weight, row_weight(spec.outputs.at("forces"), 2));
   EXPECT_EQ(without.virials, 0);
-  EXPECT_FALSE(consolidate_share({spec, share, g, out, 1.0, 2}, with));
+  EXPECT_FALSE(consolidate_forces({spec, share, g, out, 1.0, 2}, with));
   EXPECT_EQ(with.virials, 0);
 
   // framework forces: the edge gradients as they are, the virial -r (x) g summed over edges,
@@ -299,11 +299,11 @@ TEST(Consolidation, TalliesAndValidationShareOnePath)
       std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
   edges.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
   RecordingConsumer tally(true);
-  EXPECT_TRUE(consolidate_share({lj, energy_share(lj, 1), g, edges, 1.0, 1}, tally));
+  EXPECT_TRUE(consolidate_forces({lj, energy_share(lj, 1), g, edges, 1.0, 1}, tally));
   EXPECT_EQ(tally.edge_gradients, gradients->data());
   Contribution c;
   std::vector<double> rows;
-  rank_share(lj, energy_share(lj, 1), g, edges, 1.0, 1, c, rows);
+  rank_contribution(lj, energy_share(lj, 1), g, edges, 1.0, 1, c, rows);
   EXPECT_EQ(tally.virials, 1);
   for (int v = 0; v < 6; ++v) EXPECT_EQ(tally.given[v], c.virial[v]);
 }
