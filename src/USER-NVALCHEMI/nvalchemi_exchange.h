@@ -96,7 +96,6 @@ namespace NVAlchemi {
     void agree(ExchangeCall call, int64_t size);
     bool mismatched() const { return disagreed; }
     const CallPoint &point() const { return here; }
-    int64_t calls_made() const { return made; }    // agreed calls in this evaluation
 
    private:
     CallPoint here;

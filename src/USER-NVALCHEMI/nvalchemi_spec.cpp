@@ -155,9 +155,6 @@ namespace NVAlchemi {
   StrategyKind MLIPSpec::strategy() const
   { return halo == HaloMode::GP ? StrategyKind::GRAPH_PARTITION : StrategyKind::HALO; }
 
-  bool MLIPSpec::needs_exchange() const
-  { return halo == HaloMode::LAYERWISE || halo == HaloMode::GP; }
-
   // ---- presets -----------------------------------------------------------------------------
 
   namespace {

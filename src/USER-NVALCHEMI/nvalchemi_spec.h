@@ -84,7 +84,6 @@ namespace NVAlchemi {
     // a kind from row counts, as the toolkit does.
     MLIPSpec resolved() const;
     StrategyKind strategy() const;
-    bool needs_exchange() const;    // halo layerwise or gp: the model calls the exchange ops
 
     // JSON text with a "version" key; from_json accepts what to_json writes, a preset name plus
     // overrides ({"preset": "SPEC_LJ_HALO", ...}) and the toolkit's MLIPSpec.to_dict() (version

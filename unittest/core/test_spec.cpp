@@ -52,23 +52,21 @@ TEST(Spec, PresetsMeanWhatTheDocSays)
     const char *name;
     HaloMode halo;
     ForceStrategy forces;
-    bool exchange;
   };
   const Row table[] = {
-      {"SPEC_LJ_HALO", HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, false},
-      {"SPEC_MPNN_HALO", HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, true},
-      {"SPEC_UMA_HALO", HaloMode::LAYERWISE, ForceStrategy::MODEL_INTERNAL, true},
-      {"SPEC_EWALD_HALO", HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, false},
-      {"SPEC_PME_HALO", HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, false},
-      {"SPEC_DFTD3_HALO", HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, true},
-      {"SPEC_MPNN_GP", HaloMode::GP, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, true},
+      {"SPEC_LJ_HALO", HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY},
+      {"SPEC_MPNN_HALO", HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY},
+      {"SPEC_UMA_HALO", HaloMode::LAYERWISE, ForceStrategy::MODEL_INTERNAL},
+      {"SPEC_EWALD_HALO", HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY},
+      {"SPEC_PME_HALO", HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY},
+      {"SPEC_DFTD3_HALO", HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY},
+      {"SPEC_MPNN_GP", HaloMode::GP, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY},
   };
   ASSERT_EQ(preset_names().size(), sizeof(table) / sizeof(table[0]));
   for (const Row &row : table) {
     const MLIPSpec spec = preset(row.name).resolved();
     EXPECT_EQ(spec.halo, row.halo) << row.name;
     EXPECT_EQ(spec.compile.force_strategy, row.forces) << row.name;
-    EXPECT_EQ(spec.needs_exchange(), row.exchange) << row.name;
     EXPECT_EQ(spec.outputs.at("atomic_energies"),
               (OutputSpec{OutputKind::PER_NODE, Reduce::OWNED_ONLY}))
         << row.name;
