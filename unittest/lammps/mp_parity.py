@@ -46,8 +46,8 @@ def model_file(args):
 
 
 def lammps_run(args, workdir, label, nranks, grid, tiled, data, steps, with_lj, static_shapes=False,
-               mode=None):
-    model = model_file(args)
+               mode=None, model=None):
+    model = model or model_file(args)
     # a model given by --model runs in the halo mode --mode names (or `mode`), whatever its spec says
     keywords = f" halo {mode or args.mode}" if args.model else ""
     if static_shapes:
@@ -127,6 +127,9 @@ def main():
     parser.add_argument("--steps", type=int, default=0, help="NVE trajectory length to compare (0: none)")
     parser.add_argument("--tol", type=float, default=1e-10)
     parser.add_argument("--trajectory-tol", type=float, default=1e-8)
+    parser.add_argument("--trajectory-reference", choices=("same", "layerwise"), default="same",
+                        help="the 1-rank trajectory: the model run, or its layerwise build (the same "
+                             "weights, which skips the deep ghost shell of a whole cell on one rank)")
     parser.add_argument("--keep", default="", help="work in this (new) directory and keep it")
     parser.add_argument("--model", default="", help="run this model instead of the SchNet build of --mode")
     parser.add_argument("--oracle-model", default="",
@@ -167,8 +170,9 @@ def main():
             check.failures.append("the run with static shapes did not report its capacities")
         if args.steps:
             steps = [0, args.steps]
+            reference_model = args.layerwise_model if args.trajectory_reference == "layerwise" else None
             one, _ = lammps_run(args, workdir, "traj.np1", 1, (1, 1, 1), False, data, steps, True,
-                                mode=args.single_mode)
+                                mode=args.single_mode, model=reference_model)
             many, _ = lammps_run(args, workdir, f"traj.{label}", args.np, args.grid, args.tiled, data, steps, True,
                                  args.static_shapes)
             a, b = unpack(one[args.steps]), unpack(many[args.steps])
