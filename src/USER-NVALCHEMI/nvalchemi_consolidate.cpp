@@ -260,8 +260,8 @@ namespace NVAlchemi {
   }    // namespace
 
   void rank_contribution(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
-                  const ModelOutputs &outputs, double volume, int nprocs, Contribution &c,
-                  std::vector<double> &row_forces)
+                         const ModelOutputs &outputs, double volume, int nprocs, Contribution &c,
+                         std::vector<double> &row_forces)
   {
     c.energy = outputs.energy_share;
     ContributionConsumer consumer(c, row_forces);
@@ -302,7 +302,7 @@ namespace NVAlchemi {
   {
     c = Contribution();
     rank_contribution(result.spec, result.share, result.graph, result.outputs, result.volume,
-               result.nprocs, c, row_forces);
+                      result.nprocs, c, row_forces);
     std::vector<double> atom_forces;
     rows_to_atoms(result.graph, row_forces.data(), result.graph.num_rows(), 3, atoms.num_atoms(),
                   atom_forces);

@@ -110,8 +110,8 @@ namespace NVAlchemi {
     int nprocs;
   };
 
-  // Where a rank's forces and virial of one evaluation go: LAMMPS' forces and virial (the pair style's
-  // tallies, which move the atoms) or a Contribution (fix nvalchemi/dd validate).
+  // Where a rank's forces and virial of one evaluation go: LAMMPS' forces and virial (the pair
+  // style's tallies, which move the atoms) or a Contribution (fix nvalchemi/dd validate).
   // consolidate_forces decides every row, weight and virial term; a consumer only adds them up.
   class ForceConsumer {
    public:
@@ -152,8 +152,8 @@ namespace NVAlchemi {
   // style's tallies take): forces on the graph's rows in `row_forces` (ghost rows hold partials
   // for their owners). Throws OutputError.
   void rank_contribution(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
-                  const ModelOutputs &outputs, double volume, int nprocs,
-                  Contribution &contribution, std::vector<double> &row_forces);
+                         const ModelOutputs &outputs, double volume, int nprocs,
+                         Contribution &contribution, std::vector<double> &row_forces);
 
   // Collective through `atoms`. Per-node model output `name`, `width` values on each row,
   // consolidated by the toolkit's rule: `values` [atoms.num_atoms()][width], owned atoms first

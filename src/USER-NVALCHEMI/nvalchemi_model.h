@@ -68,8 +68,8 @@ namespace NVAlchemi {
   // operator when the model calls one that no loaded library registers.
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device = {});
 
-  // The runners load_model chooses between, one unit each (with LibTorch headers).
-  // The TorchScript runner (nvalchemi_torchscript.cpp), its module loaded onto `device`.
+  // The runners load_model chooses between, one unit each (with LibTorch headers): the
+  // TorchScript runner (nvalchemi_torchscript.cpp), its module loaded onto `device`.
   std::unique_ptr<ModelRunner> load_torchscript_model(const std::string &archive_bytes,
                                                       const Device &device);
 

@@ -164,7 +164,8 @@ namespace NVAlchemi {
           m.threads = utils::inumeric(FLERR, arg[iarg + 1], false, lmp);
           if (m.threads < 1)
             lmp->error->all(FLERR, iarg + 2,
-                       "pair_style nvalchemi threads must be at least 1 (LibTorch threads per rank)");
+                            "pair_style nvalchemi threads must be at least 1 (LibTorch threads "
+                            "per rank)");
           iarg += 2;
         } else if (keyword == "device") {
           need(1);
@@ -198,9 +199,9 @@ namespace NVAlchemi {
     std::string archive;
     if (!read_and_broadcast(lmp, file, archive))
       lmp->error->all(FLERR, 1,
-                 "Cannot open pair_style nvalchemi model file {}: check the path (relative paths "
-                 "are also searched in $LAMMPS_POTENTIALS)",
-                 file);
+                      "Cannot open pair_style nvalchemi model file {}: check the path (relative "
+                      "paths are also searched in $LAMMPS_POTENTIALS)",
+                      file);
 
     PairModel &s = m;    // the names of the pair style's state
     s.model_file = file;
@@ -213,10 +214,11 @@ namespace NVAlchemi {
     const std::string &text = s.model->metadata_text();
     if (text.empty())
       lmp->error->all(FLERR, 1,
-                 "Model {} has no USER-NVALCHEMI metadata ({} inside the archive): write the model "
-                 "with the package's Python helper nvalchemi_lammps.export.save_model (the model contract "
-                 "of the USER-NVALCHEMI documentation)",
-                 file, METADATA_FILE);
+                      "Model {} has no USER-NVALCHEMI metadata ({} inside the archive): write "
+                      "the model with the package's Python helper "
+                      "nvalchemi_lammps.export.save_model (the model contract of the "
+                      "USER-NVALCHEMI documentation)",
+                      file, METADATA_FILE);
     try {
       s.metadata = parse_metadata(text);
     } catch (std::exception &e) {
@@ -226,9 +228,10 @@ namespace NVAlchemi {
 
     if (meta.units != lmp->update->unit_style)
       lmp->error->all(FLERR, 1,
-                 "Model {} works in '{}' units but this run uses 'units {}': use 'units {}' before "
-                 "the box is defined, or export the model for '{}' units",
-                 file, meta.units, lmp->update->unit_style, meta.units, lmp->update->unit_style);
+                      "Model {} works in '{}' units but this run uses 'units {}': use 'units {}' "
+                      "before the box is defined, or export the model for '{}' units",
+                      file, meta.units, lmp->update->unit_style, meta.units,
+                      lmp->update->unit_style);
 
     try {
       s.spec = (meta.spec | s.overrides).resolved();

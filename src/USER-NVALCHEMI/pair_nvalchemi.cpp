@@ -531,8 +531,9 @@ struct PairNVAlchemi::Tally : public NVAlchemi::ForceConsumer {
     const double *rij = graph.edge_vectors.data();
     for (int64_t e = 0; e < graph.num_edges(); ++e) {
       const int i = graph.row_atom[edges[2 * e + 1]], j = graph.row_atom[edges[2 * e]];
+      const double *r = rij + 3 * e, *ge = g + 3 * e;
       for (int v = 0; v < 6; ++v) {
-        const double half = 0.5 * (rij[3 * e + VIRIAL_VOIGT[v][0]] * -g[3 * e + VIRIAL_VOIGT[v][1]]);
+        const double half = 0.5 * (r[VIRIAL_VOIGT[v][0]] * -ge[VIRIAL_VOIGT[v][1]]);
         vatom[i][v] += half;
         vatom[j][v] += half;
       }
@@ -576,7 +577,8 @@ void PairNVAlchemi::tally_forces()
   const double weight = NVAlchemi::row_weight(s.output_spec(key), comm->nprocs);
   for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph); r < n; ++r)
     for (int v = 0; v < 6; ++v)
-      vatom[s.graph.row_atom[r]][v] += weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+      vatom[s.graph.row_atom[r]][v] +=
+          weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
 }
 
 void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph, const double *edge_gradients)
