@@ -9,17 +9,18 @@ framework's own virtual environment (tools/install-export-venvs.sh).
 """
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
 import tempfile
 
 import numpy as np
-import torch
 from ase import Atoms
 from ase.data import atomic_masses, atomic_numbers
 
-from harness import decomposition, input_head, relative_difference, run_snapshots, snapshot_commands
+from harness import (content_key, decomposition, input_head, kept_arrays, relative_difference, run_snapshots,
+                     snapshot_commands)
 
 NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
 DUMP_COLUMNS = "id type xu yu zu fx fy fz"
@@ -77,6 +78,8 @@ def lammps(args, workdir, label, nranks, grid, tiled, data):
 
 def calculator(args):
     """The framework's ASE calculator on the model file it saved."""
+    import torch
+    torch.set_num_threads(1)
     if args.framework == "mace":
         import mace  # noqa: F401  (before e3nn)
         from mace.calculators import MACECalculator
@@ -99,12 +102,24 @@ def calculator(args):
                                           else model.metadata()["r_max"]))])
 
 
+# the packages whose versions an oracle's numbers depend on, beside its model file
+ORACLE_PACKAGES = {"mace": ("torch", "e3nn", "mace-torch"), "nequip": ("torch", "e3nn", "nequip", "nequip-allegro")}
+
+
 def oracle(args, atoms):
-    calc = calculator(args)
-    atoms = atoms.copy()
-    atoms.calc = calc
-    return {"energy": np.array([atoms.get_potential_energy()]), "forces": atoms.get_forces(),
-            "stress": atoms.get_stress(voigt=True)}
+    """The framework's ASE calculator's energy, forces and stress of `atoms`, kept in the reference
+    cache (the tests of one source model and system share it, whatever export and grid they run)."""
+    def evaluate():
+        calc = calculator(args)
+        evaluated = atoms.copy()
+        evaluated.calc = calc
+        return {"energy": np.array([evaluated.get_potential_energy()]), "forces": evaluated.get_forces(),
+                "stress": evaluated.get_stress(voigt=True)}
+
+    versions = [importlib.metadata.version(package) for package in ORACLE_PACKAGES[args.framework]]
+    key = content_key(os.path.abspath(__file__), args.framework, versions, os.path.abspath(args.source),
+                      args.float32, atoms.numbers, atoms.positions, atoms.cell[:])
+    return kept_arrays(key, evaluate)
 
 
 def main():
@@ -125,7 +140,6 @@ def main():
     parser.add_argument("--tol", type=float, default=None)
     args = parser.parse_args()
     tol = args.tol if args.tol is not None else (1e-5 if args.float32 else 1e-10)
-    torch.set_num_threads(1)
 
     failures, worst = [], 0.0
 

@@ -29,8 +29,8 @@ import tempfile
 
 import numpy as np
 
-from harness import (SYSTEMS, input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table,
-                     write_system)
+from harness import (SYSTEMS, input_head, make_system, read_dumps, relative_difference, run_lammps,
+                     single_rank_kept, thermo_table, write_system)
 
 DUMP_COLUMNS = "id proc type xu yu zu vx vy vz fx fy fz c_pe"
 THERMO = "step pe c_vir[1] c_vir[2] c_vir[3] c_vir[4] c_vir[5] c_vir[6] vol press"
@@ -84,23 +84,34 @@ class Run:
         return os.path.join(self.workdir, label.replace("/", "_").replace(" ", "_"))
 
     def __call__(self, label, nranks, pair, body, read="", fixes="fix integrate all nve\n", comm="",
-                 boundary="", dt=0.005):
+                 boundary="", dt=0.005, writes_files=False):
+        """The frames of the run ({step: (atom rows, thermo values)}); a single-rank run is kept
+        (harness.single_rank_kept) unless it `writes_files` that a later run reads."""
         rundir = self.dir(label)
-        os.makedirs(rundir)
         text = input_head(read or f"read_data {self.args.data}", pair.format(model=self.args.model),
                           boundary=boundary, comm=comm, dt=dt, integrate=False)
         text += fixes + OBSERVE.format(thermo=THERMO, every=self.args.every, columns=DUMP_COLUMNS) + body
-        with open(os.path.join(rundir, "in.test"), "w") as f:
-            f.write(text)
-        proc = run_lammps(self.args.lmp, self.args.mpirun, nranks, "in.test", rundir, timeout=600)
-        if proc.returncode != 0:
-            sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-        table = thermo_table(open(os.path.join(rundir, "log.lammps")).read())
-        frames = {}
-        for name in os.listdir(rundir):
-            if name.startswith("snap.") and name.endswith(".dump"):
-                frames.update(read_dumps(os.path.join(rundir, name)))
-        return {step: (rows, table[step]) for step, rows in frames.items() if step in table}
+
+        def make():
+            os.makedirs(rundir)
+            with open(os.path.join(rundir, "in.test"), "w") as f:
+                f.write(text)
+            proc = run_lammps(self.args.lmp, self.args.mpirun, nranks, "in.test", rundir, timeout=600)
+            if proc.returncode != 0:
+                sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n"
+                         f"{proc.stderr[-2000:]}")
+            table = thermo_table(open(os.path.join(rundir, "log.lammps")).read())
+            frames = {}
+            for name in os.listdir(rundir):
+                if name.startswith("snap.") and name.endswith(".dump"):
+                    frames.update(read_dumps(os.path.join(rundir, name)))
+            arrays = {f"atoms{step}": rows for step, rows in frames.items() if step in table}
+            arrays.update({f"thermo{step}": table[step] for step in frames if step in table})
+            return arrays
+
+        arrays = make() if writes_files else single_rank_kept(self.args.lmp, nranks, text, make)
+        return {int(name[5:]): (arrays[name], arrays["thermo" + name[5:]])
+                for name in arrays if name.startswith("atoms")}
 
 
 class Checks:
@@ -162,11 +173,12 @@ def case_restart(args, run, checks, pair, references):
                              ("data", "write_data state.data nocoeff", "read_data ../{first}/state.data")):
         if via != args.case:
             continue
-        first = run(f"{via}.first.np{args.np}", args.np, pair, f"run 40\n{write}\n")
+        # the uninterrupted run is that of cases chain and balance (one kept reference run)
+        first = run(f"{via}.first.np{args.np}", args.np, pair, f"run 50\n{write}\n")
         second = run(f"{via}.second.np{other_rank_count(args.np)}", other_rank_count(args.np), pair,
-                     "reset_timestep 40\nrun 40\n" if via == "data" else "run 40\n", read=read.format(
+                     "reset_timestep 50\nrun 50\n" if via == "data" else "run 50\n", read=read.format(
                          first=f"{via}.first.np{args.np}"))
-        for ref_name, reference in references(lambda p: run(f"{via}.uninterrupted.{p}", 1, PAIRS[p], "run 80\n")):
+        for ref_name, reference in references(lambda p: run(f"{via}.uninterrupted.{p}", 1, PAIRS[p], "run 100\n")):
             checks.compare(f"{via}: np{args.np} -> np{other_rank_count(args.np)} vs uninterrupted {ref_name}",
                            merged(first, second), reference)
 
@@ -197,7 +209,8 @@ def case_rerun(args, run, checks, pair, references):
     # the reference run writes the trajectory the rerun reads back
     trajectory = (f"dump traj all custom {every} traj.dump id type x y z ix iy iz\n"
                   "dump_modify traj sort id format float %.17g\n")
-    for ref_name, reference in references(lambda p: run(f"rerun.source.{p}", 1, PAIRS[p], trajectory + "run 60\n")):
+    for ref_name, reference in references(lambda p: run(f"rerun.source.{p}", 1, PAIRS[p], trajectory + "run 60\n",
+                                                        writes_files=True)):
         source = os.path.join(run.dir(f"rerun.source.{args.reference_pairs[ref_name]}"), "traj.dump")
         tested = run(f"rerun.{ref_name}.np{args.np}", args.np, pair,
                      f"rerun {source} dump x y z ix iy iz box yes\n")

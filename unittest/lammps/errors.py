@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict
 
 import torch
@@ -539,7 +540,10 @@ def check_files_left(args, rundir):
     return failures
 
 
-def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=120, nranks=2):
+def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=120, nranks=2, check=None):
+    """Run one bad input in case<n>/: (its report line, its failures). It must exit non-zero with
+    an ERROR (from the rank `proc_pattern` names) matching `expected`; then `check(args, rundir)`
+    lists what else is wrong."""
     rundir = os.path.join(workdir, f"case{n}")
     os.makedirs(rundir)
     with open(os.path.join(rundir, "in.error"), "w") as f:
@@ -548,10 +552,11 @@ def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=12
     output = proc.stdout + proc.stderr
     found = re.search(r"ERROR" + proc_pattern + r".*" + expected, output, re.DOTALL)
     status = "ok" if proc.returncode != 0 and found else "FAIL"
-    print(f"{status:4s} {name}: exit {proc.returncode}" + (f": {found.group(0)[:300]!r}" if found else ""))
+    report = f"{status:4s} {name}: exit {proc.returncode}" + (f": {found.group(0)[:300]!r}" if found else "")
     if status != "ok":
-        return [f"{name}: expected a non-zero exit and /{expected}/, got exit {proc.returncode}:\n{output[-2000:]}"]
-    return []
+        return report, [f"{name}: expected a non-zero exit and /{expected}/, got exit {proc.returncode}:\n"
+                        f"{output[-2000:]}"]
+    return report, check(args, rundir) if check else []
 
 
 def main():
@@ -563,32 +568,32 @@ def main():
     parser.add_argument("--fused-model", required=True, help="the LJ model calling the fused kernel library")
     parser.add_argument("--nan-model", required=True, help="nan_probe.pt: NaN energy and forces on Ne atoms")
     parser.add_argument("--only", default="", help="run the cases whose name matches this regular expression")
+    parser.add_argument("--jobs", type=int, default=2, help="cases run at once (each a LAMMPS job of its own)")
     args = parser.parse_args()
 
-    failures = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-errors-") as workdir:
         models = make_models(workdir, args.model)
         all_cases = (cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
                      + device_cases(args.model, args.aoti_model, workdir)
                      + library_cases(args.fused_model, models, workdir))
-        for n, (name, fields, expected) in enumerate(all_cases):
-            if not re.search(args.only, name):
-                continue
-            failures += run_case(args, workdir, n, name, BASE.format(**fields), expected)
+        jobs = [(n, name, BASE.format(**fields), expected, {}) for n, (name, fields, expected) in enumerate(all_cases)]
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout
-        for n, (name, fields, expected) in enumerate(one_rank_cases(models), start=len(all_cases)):
-            if not re.search(args.only, f"one rank: {name}"):
-                continue
-            failures += run_case(args, workdir, n, f"one rank: {name}", ONE_RANK_BASE.format(**fields), expected,
-                                 proc_pattern=r" on proc 1:" if "hook" not in name else "", timeout=60)
+        jobs += [(n, f"one rank: {name}", ONE_RANK_BASE.format(**fields), expected,
+                  {"proc_pattern": r" on proc 1:" if "hook" not in name else "", "timeout": 60})
+                 for n, (name, fields, expected) in enumerate(one_rank_cases(models), start=len(all_cases))]
         # a failure on one rank of four: every rank stops within the timeout, the error names the
         # cause and comes from that rank; files written before it are whole
-        for n, (name, fields, expected, check) in enumerate(four_rank_cases(models, args.nan_model), start=1000):
-            if not re.search(args.only, f"rank 2 of 4: {name}"):
-                continue
-            found = run_case(args, workdir, n, f"rank 2 of 4: {name}", FOUR_RANK_BASE.format(**fields), expected,
-                             proc_pattern=r" on proc 2: ", timeout=60, nranks=4)
-            failures += found or (check(args, os.path.join(workdir, f"case{n}")) if check else [])
+        jobs += [(n, f"rank 2 of 4: {name}", FOUR_RANK_BASE.format(**fields), expected,
+                  {"proc_pattern": r" on proc 2: ", "timeout": 60, "nranks": 4, "check": check})
+                 for n, (name, fields, expected, check) in enumerate(four_rank_cases(models, args.nan_model),
+                                                                     start=1000)]
+        jobs = [job for job in jobs if re.search(args.only, job[1])]
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(lambda job: run_case(args, workdir, *job[:4], **job[4]), jobs))
+    failures = []
+    for report, found in results:
+        print(report)
+        failures += found
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
 

@@ -4,6 +4,7 @@ systems, and the relative difference they are judged by."""
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,78 @@ def peak_rss_mb(rundir: str) -> float:
     """The largest peak resident memory of the ranks of a run wrapped by peak_rss_wrapper, in MB."""
     with open(os.path.join(rundir, "peak_rss_kb")) as f:
         return max(int(line) for line in f if line.strip().isdigit()) / 1024
+
+
+# Where reference results (single-rank runs, oracle evaluations, test systems: what several tests
+# repeat) are kept between tests: ctest sets it (unittest/CMakeLists.txt); unset, all is made anew.
+REFERENCE_CACHE = os.environ.get("NVALCHEMI_REFERENCE_CACHE")
+
+
+def content_key(*parts):
+    """A hash of `parts`: a path of an existing file stands for the hash of its bytes, an array for
+    its dtype, shape and bytes, anything else for its repr."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            part = f"{part.dtype}{part.shape}".encode() + np.ascontiguousarray(part).tobytes()
+        elif isinstance(part, str) and part.startswith("/") and os.path.isfile(part):
+            with open(part, "rb") as f:
+                part = b"sha256:" + hashlib.sha256(f.read()).digest()
+        else:
+            part = repr(part).encode()
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()
+
+
+def reference_key(lmp, nranks, input_text, steps, lmp_args):
+    """What a run's results depend on: the lmp binary (path, size, modification time), the ranks,
+    lmp's switches, the steps and the input, in which every path of an existing file (the system,
+    the models, a plugin, a kernel library) stands for the hash of its bytes."""
+    stat = os.stat(lmp if os.sep in lmp else os.path.join(os.getcwd(), lmp))
+    parts = [os.path.abspath(lmp), str(stat.st_size), str(stat.st_mtime_ns), str(nranks), repr(lmp_args),
+             repr(list(steps))]
+    for token in re.split(r"(\s+)", input_text):
+        if token.startswith("/") and os.path.isfile(token):
+            with open(token, "rb") as f:
+                token = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        parts.append(token)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def kept_path(key, suffix):
+    """Where REFERENCE_CACHE keeps the result `key` names (None without a cache)."""
+    return os.path.join(REFERENCE_CACHE, key + suffix) if REFERENCE_CACHE else None
+
+
+def keep(path, write):
+    """Keep a result at `path` (from kept_path): `write(file)` writes it whole, then it is renamed
+    into place, so that a test reading the cache never sees half a file."""
+    os.makedirs(REFERENCE_CACHE, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=REFERENCE_CACHE, suffix=os.path.splitext(path)[1], delete=False) as f:
+        write(f)
+    os.replace(f.name, path)
+
+
+def kept_arrays(key, compute):
+    """The dict of arrays `compute()` returns, taken from REFERENCE_CACHE when a test computed it
+    under the same `key` (content_key of everything it depends on) before, and kept otherwise."""
+    path = kept_path(key, ".npz")
+    if path and os.path.exists(path):
+        with np.load(path) as kept:
+            return {name: kept[name] for name in kept.files}
+    arrays = compute()
+    if path:
+        keep(path, lambda f: np.savez(f, **arrays))
+    return arrays
+
+
+def single_rank_kept(lmp, nranks, input_text, make, steps=(), lmp_args=None):
+    """make() (a dict of arrays: what a run of `input_text` gives); for a single-rank run, the
+    reference that the tests of one system and model compare with, each on its own grid, taken
+    from REFERENCE_CACHE when the same lmp made the same run before (kept otherwise)."""
+    if nranks != 1:
+        return make()
+    return kept_arrays(reference_key(lmp, 1, input_text, steps, lmp_args), make)
 
 
 SYSTEMS = {
@@ -115,13 +188,23 @@ def write_system(lmp, mpirun, system, workdir, units="lj", lattice="0.8442"):
     """Write system.data in workdir from `system`, the commands that make the box and atoms in
     lattice units of an fcc `lattice` (LAMMPS' lattice argument in `units`: a reduced density
     in lj, else the lattice constant), then typed, displaced and given velocities by SETUP, on
-    1 rank."""
+    1 rank (a copy of the file the same lmp wrote from the same commands before, where
+    REFERENCE_CACHE keeps it)."""
+    setup = SETUP.format(system=system, units=units, lattice=lattice)
+    data = os.path.join(workdir, "system.data")
+    cached = kept_path(reference_key(lmp, 1, setup, [], None), ".data")
+    if cached and os.path.exists(cached):
+        shutil.copyfile(cached, data)
+        return data
     with open(os.path.join(workdir, "in.setup"), "w") as f:
-        f.write(SETUP.format(system=system, units=units, lattice=lattice))
+        f.write(setup)
     proc = run_lammps(lmp, mpirun, 1, "in.setup", workdir)
     if proc.returncode != 0:
         sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
-    return os.path.join(workdir, "system.data")
+    if cached:
+        with open(data, "rb") as written:
+            keep(cached, lambda f: shutil.copyfileobj(written, f))
+    return data
 
 
 def kokkos_switches(threads):
@@ -209,57 +292,25 @@ def snapshot_commands(steps, dump_columns, global_values):
     return text
 
 
-# Where reference runs (the single-rank and oracle runs that several tests repeat) are kept
-# between tests: ctest sets it (unittest/CMakeLists.txt); unset, every run is made.
-REFERENCE_CACHE = os.environ.get("NVALCHEMI_REFERENCE_CACHE")
-
-
-def reference_key(lmp, nranks, input_text, steps, lmp_args):
-    """What a run's results depend on: the lmp binary (path, size, modification time), the ranks,
-    lmp's switches, the steps and the input, in which every path of an existing file (the system,
-    the models, a plugin, a kernel library) stands for the hash of its bytes."""
-    stat = os.stat(lmp if os.sep in lmp else os.path.join(os.getcwd(), lmp))
-    parts = [os.path.abspath(lmp), str(stat.st_size), str(stat.st_mtime_ns), str(nranks), repr(lmp_args),
-             repr(list(steps))]
-    for token in re.split(r"(\s+)", input_text):
-        if token.startswith("/") and os.path.isfile(token):
-            with open(token, "rb") as f:
-                token = "sha256:" + hashlib.sha256(f.read()).hexdigest()
-        parts.append(token)
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
 def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps, lmp_args=None):
     """Run `input_text` (ending in snapshot_commands) in `rundir`, with lmp's extra switches
     `lmp_args`; exit the test on failure. Returns ({step: (per-atom rows, global values)},
-    LAMMPS' screen output). A single-rank run (the reference that the tests of one system and
-    model compare with, each on its own grid) is taken from REFERENCE_CACHE when the same lmp made
-    the same run before, and kept there otherwise."""
-    reference = nranks == 1
-    key = reference_key(lmp, nranks, input_text, steps, lmp_args) if reference and REFERENCE_CACHE else None
-    cached = os.path.join(REFERENCE_CACHE, key + ".npz") if key else None
-    if cached and os.path.exists(cached):
-        with np.load(cached) as kept:
-            return ({step: (kept[f"atoms{step}"], kept[f"globals{step}"]) for step in steps},
-                    str(kept["output"]))
-    os.makedirs(rundir)
-    with open(os.path.join(rundir, "in.test"), "w") as f:
-        f.write(input_text)
-    proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir, lmp_args=lmp_args)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    snapshots = {step: (np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2),
-                        np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1))
-                 for step in steps}
-    if cached:
-        # written whole, then renamed: a test reading the cache never sees half a file
-        os.makedirs(REFERENCE_CACHE, exist_ok=True)
-        arrays = {f"atoms{step}": atoms for step, (atoms, _) in snapshots.items()}
-        arrays.update({f"globals{step}": values for step, (_, values) in snapshots.items()})
-        with tempfile.NamedTemporaryFile(dir=REFERENCE_CACHE, suffix=".npz", delete=False) as f:
-            np.savez(f, output=np.array(proc.stdout), **arrays)
-        os.replace(f.name, cached)
-    return snapshots, proc.stdout
+    LAMMPS' screen output); a single-rank run is kept (single_rank_kept)."""
+    def make():
+        os.makedirs(rundir)
+        with open(os.path.join(rundir, "in.test"), "w") as f:
+            f.write(input_text)
+        proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir, lmp_args=lmp_args)
+        if proc.returncode != 0:
+            sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        arrays = {"output": np.array(proc.stdout)}
+        for step in steps:
+            arrays[f"atoms{step}"] = np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2)
+            arrays[f"globals{step}"] = np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1)
+        return arrays
+
+    run = single_rank_kept(lmp, nranks, input_text, make, steps, lmp_args)
+    return {step: (run[f"atoms{step}"], run[f"globals{step}"]) for step in steps}, str(run["output"])
 
 
 def thermo_table(log, first_column="Step"):

@@ -20,13 +20,12 @@ import tempfile
 os.environ["MKL_DYNAMIC"] = "FALSE"
 os.environ["MKL_CBWR"] = "COMPATIBLE"
 
+import importlib.util
+
 import numpy as np
-import torch
 
-from harness import Checks, decomposition, input_head, make_system, relative_difference, run_snapshots, snapshot_commands
-
-import nvalchemi_lammps.ops  # noqa: F401  (single-process torch.ops.nvalchemi for the oracle)
-import schnet
+from harness import (Checks, content_key, decomposition, input_head, kept_arrays, make_system, relative_difference,
+                     run_snapshots, snapshot_commands)
 
 DUMP_COLUMNS = "id type xu yu zu fx fy fz c_pe"
 GLOBALS = ["pe", "c_vir[1]", "c_vir[2]", "c_vir[3]", "c_vir[4]", "c_vir[5]", "c_vir[6]", "vol",
@@ -72,29 +71,57 @@ def unpack(snapshot):
             "cell": np.array([[lx, 0, 0], [xy, ly, 0], [xz, yz, lz]])}
 
 
-def oracle(model_path, state, positions=None):
+def oracle_key(*parts):
+    """content_key of `parts` and of what else the oracle's numbers depend on: this file, the
+    reference model's code, the package's periodic oracle and the installed torch."""
+    code = [importlib.util.find_spec(name).origin for name in ("schnet", "torch", "nvalchemi_lammps")]
+    code = [code[0], os.path.join(os.path.dirname(code[1]), "version.py"),
+            os.path.join(os.path.dirname(code[2]), "periodic.py")]
+    return content_key(os.path.abspath(__file__), *code, *parts)
+
+
+def evaluate_oracle(model_path, positions, cell):
+    """Energy, forces, virial and per-atom energies of the saved model evaluated in one process on
+    the whole periodic cell (schnet.reference, forces by autograd of a single-process energy)."""
+    import torch
+    import nvalchemi_lammps.ops  # noqa: F401  (single-process torch.ops.nvalchemi)
+    import schnet
+
     torch.set_num_threads(1)
     model = torch.jit.load(model_path)
-    positions = torch.tensor(state["positions"] if positions is None else positions, dtype=torch.float64)
-    numbers = torch.full((positions.shape[0],), 18, dtype=torch.int64)
-    energy, forces, virial, energies = schnet.reference(model, positions, numbers,
-                                                        torch.tensor(state["cell"], dtype=torch.float64))
+    x = torch.tensor(positions, dtype=torch.float64)
+    numbers = torch.full((x.shape[0],), 18, dtype=torch.int64)
+    energy, forces, virial, energies = schnet.reference(model, x, numbers, torch.tensor(cell, dtype=torch.float64))
     return {"energy": energy.numpy().reshape(1), "forces": forces.detach().numpy(),
             "virial": virial.detach().numpy(), "atomic_energies": energies.numpy()}
 
 
+def oracle(model_path, state):
+    """The plain-PyTorch oracle of `state`, kept in the reference cache (the tests of one model
+    and system share it; torch is imported only where it is evaluated)."""
+    return kept_arrays(oracle_key("oracle", model_path, state["positions"], state["cell"]),
+                       lambda: evaluate_oracle(model_path, state["positions"], state["cell"]))
+
+
 def finite_difference_forces(model_path, state, count, h=1e-5):
-    """-dE/dx by central differences of the single-process energy, for `count` force components."""
+    """-dE/dx by central differences of the single-process energy, for `count` force components
+    (picked at random, seeded): (the picks, the forces), kept in the reference cache."""
     rng = np.random.default_rng(7)
     picks = [(int(rng.integers(len(state["positions"]))), int(rng.integers(3))) for _ in range(count)]
-    forces = []
-    for atom, dim in picks:
-        plus, minus = state["positions"].copy(), state["positions"].copy()
-        plus[atom, dim] += h
-        minus[atom, dim] -= h
-        de = oracle(model_path, state, plus)["energy"][0] - oracle(model_path, state, minus)["energy"][0]
-        forces.append(-de / (2 * h))
-    return picks, np.array(forces)
+
+    def differences():
+        forces = []
+        for atom, dim in picks:
+            plus, minus = state["positions"].copy(), state["positions"].copy()
+            plus[atom, dim] += h
+            minus[atom, dim] -= h
+            de = (evaluate_oracle(model_path, plus, state["cell"])["energy"][0] -
+                  evaluate_oracle(model_path, minus, state["cell"])["energy"][0])
+            forces.append(-de / (2 * h))
+        return {"forces": np.array(forces)}
+
+    key = oracle_key("finite differences", model_path, state["positions"], state["cell"], picks, h)
+    return picks, kept_arrays(key, differences)["forces"]
 
 
 class _kept:

@@ -36,7 +36,7 @@ os.environ["MKL_CBWR"] = "COMPATIBLE"
 import numpy as np
 import torch
 
-from harness import Checks, relative_difference, run_lammps
+from harness import Checks, relative_difference, run_lammps, single_rank_kept
 
 import nvalchemi_lammps.ops  # noqa: F401
 import dftd3
@@ -120,19 +120,25 @@ print "$(pe:%.17g) {globals} $(c_vir[1]:%.17g) $(c_vir[2]:%.17g) $(c_vir[3]:%.17
 
 
 def run(args, workdir, label, nranks, data, pair, columns="", globals_="", grid=(1, 1, 1), tiled=False):
-    """Run `pair` (input lines) after run 0; returns {'forces', 'per_atom', 'pe', 'globals', 'virial'}."""
+    """Run `pair` (input lines) after run 0; returns {'forces', 'per_atom', 'pe', 'globals', 'virial'}
+    (a single-rank run kept: harness.single_rank_kept)."""
     rundir = os.path.join(workdir, label)
-    os.makedirs(rundir)
     comm = "comm_style tiled" if tiled else "processors " + " ".join(map(str, grid))
     text = HEADER.format(comm=comm, data=data, balance="balance 1.0 rcb" if tiled else "") + pair
     text += FOOTER.format(columns=columns, globals=globals_)
-    with open(os.path.join(rundir, "in.test"), "w") as f:
-        f.write(text)
-    proc = run_lammps(args.lmp, args.mpirun, nranks, "in.test", rundir)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
-    atoms = np.loadtxt(os.path.join(rundir, "atoms.dump"), skiprows=9, ndmin=2)
-    g = np.loadtxt(os.path.join(rundir, "global.txt"), ndmin=1)
+
+    def make():
+        os.makedirs(rundir)
+        with open(os.path.join(rundir, "in.test"), "w") as f:
+            f.write(text)
+        proc = run_lammps(args.lmp, args.mpirun, nranks, "in.test", rundir)
+        if proc.returncode != 0:
+            sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        return {"atoms": np.loadtxt(os.path.join(rundir, "atoms.dump"), skiprows=9, ndmin=2),
+                "globals": np.loadtxt(os.path.join(rundir, "global.txt"), ndmin=1)}
+
+    result = single_rank_kept(args.lmp, nranks, text, make)
+    atoms, g = result["atoms"], result["globals"]
     n_globals = len(globals_.split())
     return {"forces": atoms[:, 2:5], "per_atom": atoms[:, 5:], "pe": g[0:1], "globals": g[1:1 + n_globals],
             "virial": g[1 + n_globals:7 + n_globals] * g[7 + n_globals] / NKTV2P}
