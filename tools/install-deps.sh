@@ -54,7 +54,9 @@ if [ -z "${LAMMPS_DIR:-}" ]; then
       # below is what decides success.
       (cd "$dl_dir" && apt-get source --download-only "lammps=$lammps_version" >/dev/null 2>&1) || true
       echo "$lammps_sha256  $dl_dir/$lammps_tarball" | sha256sum -c --status || {
-        echo "install-deps: ERROR: $dl_dir/$lammps_tarball is missing or fails its sha256 check" >&2
+        echo "install-deps: ERROR: $dl_dir/$lammps_tarball is missing or fails its sha256 check" \
+          "(Debian may no longer serve lammps $lammps_version): build against a LAMMPS 4 Jul 2026 source" \
+          "tree of your own: make LAMMPS_DIR=<that tree>" >&2
         exit 1
       }
     fi

@@ -41,7 +41,8 @@ stamp="$prefix/.installed-$version"
 fail() { echo "install-kokkos: ERROR: $*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 [ "$(dpkg --print-architecture)" = amd64 ] ||
-  fail "the pinned Kokkos packages are amd64; on $(dpkg --print-architecture) set Kokkos_DIR to a Kokkos >= 5.1 of your own"
+  fail "the pinned Kokkos packages are amd64; on $(dpkg --print-architecture) use a Kokkos >= 5.1 of your own:" \
+       "make KOKKOS_DIR=<the directory of its KokkosConfig.cmake>"
 
 # --- download, verified by checksum ------------------------------------------------------------
 dl_dir="$build_dir/downloads/kokkos"
@@ -62,7 +63,9 @@ if ! debs_ok; then
   apt-get -qq "${apt_opts[@]}" update
   pinned=()
   for p in "${!sha256[@]}"; do pinned+=("$p=$version"); done
-  (cd "$dl_dir" && apt-get -qq "${apt_opts[@]}" download "${pinned[@]}")
+  (cd "$dl_dir" && apt-get -qq "${apt_opts[@]}" download "${pinned[@]}") ||
+    fail "Debian unstable no longer serves libkokkos-dev $version: use a Kokkos >= 5.1 of your own:" \
+         "make KOKKOS_DIR=<the directory of its KokkosConfig.cmake>"
   debs_ok || fail "the Kokkos packages in $dl_dir fail their sha256 check (pinned: $version)"
 fi
 
