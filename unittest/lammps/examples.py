@@ -23,12 +23,15 @@
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
   lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
   pe (pe minus the same run without fix_modify energy equals f_dd);
+* the logs committed beside each example echo its input as it is and print the effective spec
+  this build prints;
 * every example runs under -k on t 2 -sf kk (pair_style nvalchemi/kk, the KOKKOS package),
   its last run cut to 20 steps, and prints the thermo of its plain run.
 Thermo values are compared to the precision LAMMPS prints (8 significant digits): 2e-7 relative.
 """
 
 import argparse
+import glob
 import os
 import re
 import shutil
@@ -81,6 +84,18 @@ class Example:
     def variant(self, old, new):
         assert old in self.source, (self.name, old)
         return self.source.replace(old, new)
+
+
+def commands(text):
+    """An input's commands as LAMMPS echoes them to its log: continuation lines joined (the '&'
+    and its newline dropped), blank and comment lines left out."""
+    return [line.rstrip() for line in text.replace("&\n", "").splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def effective_specs(text):
+    """The effective specs a LAMMPS output or log prints, one per pair_style nvalchemi setup."""
+    return re.findall(r"effective spec:\n(\{.*?\n\})", text, re.DOTALL)
 
 
 def main():
@@ -215,6 +230,20 @@ def main():
         added = t["PotEng"][0] - plain["PotEng"][0]
         check("dd", f"the umbrella's energy enters pe ({added:.6g} = f_dd {t['f_dd'][0]:.6g})",
               t["f_dd"][0] > 0 and abs(added - t["f_dd"][0]) <= 2e-6 * abs(t["PotEng"][0]))
+
+        # the logs committed beside each example (log.<date>.<name>[.kk].g++.<ranks>) are of its
+        # input as it is and print the effective spec this build prints
+        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd):
+            logs = sorted(glob.glob(os.path.join(args.repo, "examples", example.name, "log.*")))
+            check(example.name, f"has committed logs ({len(logs)})", len(logs) > 0)
+            for log in logs:
+                text = open(log).read()
+                echoed = set(line.rstrip() for line in text.splitlines())
+                stale = [c for c in commands(example.source) if c not in echoed]
+                check(example.name, f"{os.path.basename(log)} echoes the input as it is"
+                      + (f" (not: {stale[0]!r})" if stale else ""), not stale)
+                check(example.name, f"{os.path.basename(log)} prints the effective spec this build prints",
+                      effective_specs(text) == effective_specs(example.output))
 
         # every example's input under the KOKKOS package (pair_style nvalchemi/kk), the same but for
         # its last run cut to KOKKOS_STEPS (the kokkos.* tests follow /kk over longer runs)
