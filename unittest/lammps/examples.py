@@ -86,11 +86,10 @@ class Example:
         return self.source.replace(old, new)
 
 
-def commands(text):
-    """An input's commands as LAMMPS echoes them to its log: continuation lines joined (the '&'
-    and its newline dropped), blank and comment lines left out."""
-    return [line.rstrip() for line in text.replace("&\n", "").splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+def echoed_lines(text):
+    """An input's lines as LAMMPS echoes them to its log, comments included: continuation lines
+    joined (the '&' and its newline dropped), blank lines left out."""
+    return [line.rstrip() for line in text.replace("&\n", "").splitlines() if line.strip()]
 
 
 def effective_specs(text):
@@ -239,7 +238,7 @@ def main():
             for log in logs:
                 text = open(log).read()
                 echoed = set(line.rstrip() for line in text.splitlines())
-                stale = [c for c in commands(example.source) if c not in echoed]
+                stale = [line for line in echoed_lines(example.source) if line not in echoed]
                 check(example.name, f"{os.path.basename(log)} echoes the input as it is"
                       + (f" (not: {stale[0]!r})" if stale else ""), not stale)
                 check(example.name, f"{os.path.basename(log)} prints the effective spec this build prints",
