@@ -9,6 +9,9 @@ package's LJ model when it sets no pair style) and before `run 2`, in a director
 `potentials/`, `examples/`, `models/` and `build-plugin/` are the repository's folders and the built
 plugin. The `.. code-block:: python` blocks run too, from the same directory. The JSON block of
 doc/Howto_nvalchemi_spec.rst must be the effective spec LAMMPS prints for potentials/lj_ar.pt.
+The quick start page (RUN_IN_ORDER) is one workflow, in one directory, as a user would follow
+it: its Python and LAMMPS blocks saved as the files their first lines name, its bash blocks run
+in order; the log it leaves must show the validation.
 """
 
 import argparse
@@ -32,6 +35,10 @@ mass * 1.0
 velocity all create 1.0 4928 loop geom
 """
 DEFAULT_PAIR = "pair_style nvalchemi potentials/lj_ar.pt\npair_coeff * * {elements}\n"
+# pages whose blocks make one workflow, run in order, bash blocks included (run_in_order): the
+# file their run must leave and what it must say
+RUN_IN_ORDER = {"Howto_nvalchemi_quickstart.rst": ("log.quickstart", ["fix nvalchemi/dd validate step 50: largest",
+                                                                       "fix nvalchemi/dd validate step 100: largest"])}
 HEADING_UNDERLINE = re.compile(r'^(["=\-~^*#])\1{3,}$')
 
 
@@ -90,6 +97,56 @@ def lammps_input(snippet):
     return text
 
 
+def file_name(snippet):
+    """The file a block of a page run in order is saved as: the name its first line gives
+    ('# in.name: ...', '# script.py: ...')."""
+    match = re.match(r"#\s*([\w.]+):", snippet)
+    return match.group(1) if match else None
+
+
+def run_in_order(args, source, workdir):
+    """The page's blocks, in order, in a directory of their own: Python scripts and complete LAMMPS
+    inputs saved under the name their first line gives, bash blocks run with lmp and the
+    package's venv (python, the tools) first on PATH. Returns (blocks run, failures)."""
+    pagedir = os.path.join(workdir, os.path.splitext(os.path.basename(source))[0])
+    bindir = os.path.join(pagedir, ".bin")
+    os.makedirs(bindir)
+    os.symlink(os.path.abspath(args.lmp), os.path.join(bindir, "lmp"))
+    env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1",
+               PATH=os.pathsep.join([bindir, os.path.dirname(args.python), os.environ.get("PATH", "")]))
+    ran, failures = 0, []
+    where = os.path.relpath(source, args.repo)
+    for language, line, text in rst_blocks(source):
+        label = f"{where}:{line}"
+        if language in ("lammps", "python"):
+            name = file_name(text)
+            if not name:
+                failures.append(f"{label}: a {language} block of this page must name its file in its first "
+                                "line ('# name: ...')")
+                continue
+            with open(os.path.join(pagedir, name), "w") as f:
+                f.write(text + "\n")
+            print(f"ok   {label} (saved as {name})")
+            continue
+        if language != "bash":
+            continue
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=pagedir, env=env, capture_output=True, text=True, timeout=600)
+        output = proc.stdout + proc.stderr
+        ok = proc.returncode == 0 and "ERROR" not in output
+        ran += 1
+        print(f"{'ok' if ok else 'FAIL':4s} {label} (bash)")
+        if not ok:
+            failures.append(f"{label}: {language} block failed (exit {proc.returncode}):\n{text}\n{output[-2500:]}")
+    result, expected = RUN_IN_ORDER[os.path.basename(source)]
+    path = os.path.join(pagedir, result)
+    found = open(path).read() if os.path.exists(path) else ""
+    missing = [text for text in expected if text not in found]
+    print(f"{'FAIL' if missing else 'ok':4s} {where}: {result} says {expected}")
+    if missing:
+        failures.append(f"{where}: {result} lacks {missing}")
+    return ran, failures
+
+
 def effective_spec(log):
     match = re.search(r"^effective spec:\n(\{\n.*?\n\})\n", log, re.DOTALL | re.MULTILINE)
     return json.loads(match.group(1)) if match else None
@@ -111,6 +168,10 @@ def main():
             os.symlink(os.path.join(args.repo, name), os.path.join(workdir, name))
         os.symlink(os.path.dirname(os.path.abspath(args.plugin)), os.path.join(workdir, "build-plugin"))
         for source in sources:
+            if os.path.basename(source) in RUN_IN_ORDER:
+                page_ran, page_failures = run_in_order(args, source, workdir)
+                ran, failures = ran + page_ran, failures + page_failures
+                continue
             blocks = markdown_blocks(source) if source.endswith(".md") else rst_blocks(source)
             where = os.path.relpath(source, args.repo)
             for language, line, text in blocks:
