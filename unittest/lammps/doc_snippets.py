@@ -97,6 +97,14 @@ def lammps_input(snippet):
     return text
 
 
+def judged(label, proc, text):
+    """(printed) whether a snippet's run succeeded: exit 0 and no ERROR; its failure, or None."""
+    output = proc.stdout + proc.stderr
+    ok = proc.returncode == 0 and "ERROR" not in output
+    print(f"{'ok' if ok else 'FAIL':4s} {label}")
+    return None if ok else f"{label}:\n{text}\nexit {proc.returncode}:\n{output[-2500:]}"
+
+
 def file_name(snippet):
     """The file a block of a page run in order is saved as: the name its first line gives
     ('# in.name: ...', '# script.py: ...')."""
@@ -130,13 +138,10 @@ def run_in_order(args, source, workdir):
             continue
         if language != "bash":
             continue
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=pagedir, env=env, capture_output=True, text=True, timeout=600)
-        output = proc.stdout + proc.stderr
-        ok = proc.returncode == 0 and "ERROR" not in output
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=pagedir, env=env,
+                              capture_output=True, text=True, timeout=600)
         ran += 1
-        print(f"{'ok' if ok else 'FAIL':4s} {label} (bash)")
-        if not ok:
-            failures.append(f"{label}: {language} block failed (exit {proc.returncode}):\n{text}\n{output[-2500:]}")
+        failures += filter(None, [judged(f"{label} (bash)", proc, text)])
     result, expected = RUN_IN_ORDER[os.path.basename(source)]
     path = os.path.join(pagedir, result)
     found = open(path).read() if os.path.exists(path) else ""
@@ -193,12 +198,8 @@ def main():
                     with open(os.path.join(rundir, "in.snippet"), "w") as f:
                         f.write(lammps_input(snippet))
                     proc = run_lammps(args.lmp, args.mpirun, 2, "in.snippet", rundir, timeout=180)
-                    output = proc.stdout + proc.stderr
-                    ok = proc.returncode == 0 and "ERROR" not in output
                     ran += 1
-                    print(f"{'ok' if ok else 'FAIL':4s} {label} paragraph {n + 1}")
-                    if not ok:
-                        failures.append(f"{label} paragraph {n + 1}:\n{snippet}\nexit {proc.returncode}:\n{output[-2500:]}")
+                    failures += filter(None, [judged(f"{label} paragraph {n + 1}", proc, snippet)])
                     if lj_spec is None and re.search(r"pair_style\s+nvalchemi\s+potentials/lj_ar\.pt\s*(#.*)?$",
                                                      snippet, re.MULTILINE):
                         lj_spec = effective_spec(proc.stdout)
