@@ -49,13 +49,14 @@ REFERENCE_CACHE = os.environ.get("NVALCHEMI_REFERENCE_CACHE")
 
 
 def content_key(*parts):
-    """A hash of `parts`: a path of an existing file stands for the hash of its bytes, an array for
-    its dtype, shape and bytes, anything else for its repr."""
+    """A hash of `parts`: the path of an existing file (one with a directory part, absolute or
+    relative) stands for the hash of its bytes, an array for its dtype, shape and bytes, anything
+    else for its repr."""
     digest = hashlib.sha256()
     for part in parts:
         if isinstance(part, np.ndarray):
             part = f"{part.dtype}{part.shape}".encode() + np.ascontiguousarray(part).tobytes()
-        elif isinstance(part, str) and part.startswith("/") and os.path.isfile(part):
+        elif isinstance(part, str) and os.sep in part and os.path.isfile(part):
             with open(part, "rb") as f:
                 part = b"sha256:" + hashlib.sha256(f.read()).digest()
         else:
