@@ -29,7 +29,7 @@ import tempfile
 
 import numpy as np
 
-from harness import (SYSTEMS, input_head, make_system, read_dumps, relative_difference, run_lammps,
+from harness import (SYSTEMS, input_head, make_system, read_dumps, relative_difference, run_input,
                      single_rank_kept, thermo_table, write_system)
 
 DUMP_COLUMNS = "id proc type xu yu zu vx vy vz fx fy fz c_pe"
@@ -93,20 +93,15 @@ class Run:
         text += fixes + OBSERVE.format(thermo=THERMO, every=self.args.every, columns=DUMP_COLUMNS) + body
 
         def make():
-            os.makedirs(rundir)
-            with open(os.path.join(rundir, "in.test"), "w") as f:
-                f.write(text)
-            proc = run_lammps(self.args.lmp, self.args.mpirun, nranks, "in.test", rundir, timeout=600)
-            if proc.returncode != 0:
-                sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n"
-                         f"{proc.stderr[-2000:]}")
+            run_input(self.args.lmp, self.args.mpirun, nranks, rundir, label, text, timeout=600)
             table = thermo_table(open(os.path.join(rundir, "log.lammps")).read())
             frames = {}
             for name in os.listdir(rundir):
                 if name.startswith("snap.") and name.endswith(".dump"):
                     frames.update(read_dumps(os.path.join(rundir, name)))
-            arrays = {f"atoms{step}": rows for step, rows in frames.items() if step in table}
-            arrays.update({f"thermo{step}": table[step] for step in frames if step in table})
+            arrays = {}
+            for step in frames.keys() & table.keys():
+                arrays[f"atoms{step}"], arrays[f"thermo{step}"] = frames[step], table[step]
             return arrays
 
         arrays = make() if writes_files else single_rank_kept(self.args.lmp, nranks, text, make)

@@ -293,17 +293,24 @@ def snapshot_commands(steps, dump_columns, global_values):
     return text
 
 
+def run_input(lmp, mpirun, nranks, rundir, label, input_text, timeout=300.0, lmp_args=None):
+    """Write `input_text` to `rundir`/in.test (a new directory) and run it on `nranks`; exit the
+    test, naming `label`, when LAMMPS fails. Returns the finished process."""
+    os.makedirs(rundir)
+    with open(os.path.join(rundir, "in.test"), "w") as f:
+        f.write(input_text)
+    proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir, timeout=timeout, lmp_args=lmp_args)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
 def run_snapshots(lmp, mpirun, nranks, rundir, label, input_text, steps, lmp_args=None):
     """Run `input_text` (ending in snapshot_commands) in `rundir`, with lmp's extra switches
     `lmp_args`; exit the test on failure. Returns ({step: (per-atom rows, global values)},
     LAMMPS' screen output); a single-rank run is kept (single_rank_kept)."""
     def make():
-        os.makedirs(rundir)
-        with open(os.path.join(rundir, "in.test"), "w") as f:
-            f.write(input_text)
-        proc = run_lammps(lmp, mpirun, nranks, "in.test", rundir, lmp_args=lmp_args)
-        if proc.returncode != 0:
-            sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        proc = run_input(lmp, mpirun, nranks, rundir, label, input_text, lmp_args=lmp_args)
         arrays = {"output": np.array(proc.stdout)}
         for step in steps:
             arrays[f"atoms{step}"] = np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2)

@@ -27,7 +27,6 @@ Every case: every output on --np ranks (grid or tiled) equals the 1-rank run to 
 import argparse
 import json
 import os
-import sys
 import tempfile
 
 os.environ["MKL_DYNAMIC"] = "FALSE"
@@ -36,7 +35,7 @@ os.environ["MKL_CBWR"] = "COMPATIBLE"
 import numpy as np
 import torch
 
-from harness import Checks, relative_difference, run_lammps, single_rank_kept
+from harness import Checks, relative_difference, run_input, single_rank_kept
 
 import nvalchemi_lammps.ops  # noqa: F401
 import dftd3
@@ -128,12 +127,7 @@ def run(args, workdir, label, nranks, data, pair, columns="", globals_="", grid=
     text += FOOTER.format(columns=columns, globals=globals_)
 
     def make():
-        os.makedirs(rundir)
-        with open(os.path.join(rundir, "in.test"), "w") as f:
-            f.write(text)
-        proc = run_lammps(args.lmp, args.mpirun, nranks, "in.test", rundir)
-        if proc.returncode != 0:
-            sys.exit(f"FAIL: {label} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        run_input(args.lmp, args.mpirun, nranks, rundir, label, text)
         return {"atoms": np.loadtxt(os.path.join(rundir, "atoms.dump"), skiprows=9, ndmin=2),
                 "globals": np.loadtxt(os.path.join(rundir, "global.txt"), ndmin=1)}
 
