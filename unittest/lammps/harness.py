@@ -48,6 +48,12 @@ def peak_rss_mb(rundir: str) -> float:
 REFERENCE_CACHE = os.environ.get("NVALCHEMI_REFERENCE_CACHE")
 
 
+def file_digest(path):
+    """The sha256 of a file's bytes, as the keys below name a file by its content."""
+    with open(path, "rb") as f:
+        return "sha256:" + hashlib.sha256(f.read()).hexdigest()
+
+
 def content_key(*parts):
     """A hash of `parts`: the path of an existing file (one with a directory part, absolute or
     relative) stands for the hash of its bytes, an array for its dtype, shape and bytes, anything
@@ -57,8 +63,7 @@ def content_key(*parts):
         if isinstance(part, np.ndarray):
             part = f"{part.dtype}{part.shape}".encode() + np.ascontiguousarray(part).tobytes()
         elif isinstance(part, str) and os.sep in part and os.path.isfile(part):
-            with open(part, "rb") as f:
-                part = b"sha256:" + hashlib.sha256(f.read()).digest()
+            part = file_digest(part).encode()
         else:
             part = repr(part).encode()
         digest.update(hashlib.sha256(part).digest())
@@ -73,10 +78,7 @@ def reference_key(lmp, nranks, input_text, steps, lmp_args):
     parts = [os.path.abspath(lmp), str(stat.st_size), str(stat.st_mtime_ns), str(nranks), repr(lmp_args),
              repr(list(steps))]
     for token in re.split(r"(\s+)", input_text):
-        if token.startswith("/") and os.path.isfile(token):
-            with open(token, "rb") as f:
-                token = "sha256:" + hashlib.sha256(f.read()).hexdigest()
-        parts.append(token)
+        parts.append(file_digest(token) if token.startswith("/") and os.path.isfile(token) else token)
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
