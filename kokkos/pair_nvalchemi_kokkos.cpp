@@ -23,6 +23,8 @@
 #include "neighbor.h"
 
 #include "nvalchemi_graph.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_row_exchange.h"
 
 #include <Kokkos_ScatterView.hpp>
 
@@ -32,68 +34,201 @@
 using namespace LAMMPS_NS;
 
 namespace {
-// One of the graph's buffers (the model's input tensors view them) as a view the kernels of
-// DeviceType fill: the buffer's own memory where DeviceType's execution space reads host
-// memory, so that the tensors view what the kernels wrote; else scratch in DeviceType's memory,
-// copied into the buffer by finish().
-template <class DeviceType, class T> class GraphBuffer {
+using HostValues =
+    Kokkos::View<double *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ConstHostValues =
+    Kokkos::View<const double *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// One array of the rank graph in DeviceType's memory, grown as needed (never shrunk), and its
+// copy into the graph's host buffer of the same layout
+template <class DeviceType, class T> class DeviceArray {
  public:
-  static constexpr bool IN_PLACE =
-      Kokkos::SpaceAccessibility<typename DeviceType::execution_space, Kokkos::HostSpace>::accessible;
+  using View = Kokkos::View<T *, typename DeviceType::memory_space>;
   using HostView = Kokkos::View<T *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using View = std::conditional_t<IN_PLACE, HostView, Kokkos::View<T *, typename DeviceType::memory_space>>;
 
-  // `buffer` resized to n values, and the view through which the kernels write them
-  template <class Container> View fill(Container &buffer, size_t n)
+  // room for n values, as the view the kernels write them through
+  View fill(size_t n)
   {
-    buffer.resize(n);
-    target = HostView(buffer.data(), n);
-    if constexpr (IN_PLACE) {
-      return target;
-    } else {
-      if (scratch.extent(0) < n) scratch = View("nvalchemi:graph_buffer", n + n / 4);
-      return scratch;
-    }
+    if (values.extent(0) < n)
+      values = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "nvalchemi:graph"), n + n / 4);
+    size = n;
+    return values;
   }
-
-  // the buffer holds what the kernels wrote
-  void finish()
+  // room for n values, the first ones kept, as the view the kernels write the rest through
+  View extend(size_t n)
   {
-    if constexpr (!IN_PLACE)
-      Kokkos::deep_copy(target, Kokkos::subview(scratch, std::make_pair(size_t(0), target.extent(0))));
+    if (values.extent(0) < n) Kokkos::resize(values, n + n / 4);
+    size = n;
+    return values;
   }
-
-  // values already in the buffer (n of them, host memory) as DeviceType's kernels read them
-  View read(const T *values, size_t n)
+  const T *data() const { return values.data(); }
+  const View &view() const { return values; }
+  // `buffer` takes the values
+  template <class Buffer> void to_host(Buffer &buffer) const
   {
-    target = HostView(const_cast<T *>(values), n);
-    if constexpr (IN_PLACE) {
-      return target;
-    } else {
-      if (scratch.extent(0) < n) scratch = View("nvalchemi:graph_buffer", n + n / 4);
-      Kokkos::deep_copy(Kokkos::subview(scratch, std::make_pair(size_t(0), n)), target);
-      return scratch;
-    }
+    buffer.resize(size);
+    Kokkos::deep_copy(HostView(buffer.data(), size),
+                      Kokkos::subview(values, std::make_pair(size_t(0), size)));
   }
 
  private:
-  HostView target;
-  View scratch;
+  View values;
+  size_t size = 0;
 };
 
+// the device LibTorch names for memory of DeviceType's execution space
+template <class DeviceType> NVAlchemi::Device torch_device_of()
+{
+  NVAlchemi::Device device;
+#ifdef KOKKOS_ENABLE_CUDA
+  if constexpr (std::is_same_v<typename DeviceType::execution_space, Kokkos::Cuda>)
+    device = {NVAlchemi::Device::Kind::CUDA, typename DeviceType::execution_space().cuda_device()};
+#endif
+  return device;
+}
+
+// The exchange ops' rows in DeviceType's memory (the model's tensors where the graph is): rows
+// go to and from per-atom values by kernels on the rank graph's row_atom there; LAMMPS' pair
+// communication moves the per-atom values (a host mirror of them: the same memory on host
+// backends, one staging copy each way on a GPU).
+template <class DeviceType> class RowExchangeKokkos : public NVAlchemi::MeasuredExchanger {
+ public:
+  using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
+  RowExchangeKokkos(const NVAlchemi::Graph &graph, const DeviceArray<DeviceType, int> &row_atom,
+                    NVAlchemi::AtomComm &comm, bool owned_rows_complete) :
+      graph(graph), row_atom(row_atom), comm(comm), complete(owned_rows_complete)
+  {
+  }
+  int64_t num_rows() const override { return graph.tensor_rows(); }
+  int64_t num_owned() const override { return graph.n_owned; }
+  NVAlchemi::Device rows_device() const override { return torch_device_of<DeviceType>(); }
+  bool owned_rows_complete() const override { return complete; }
+
+  void refresh(double *rows, int width) override
+  {
+    Timed timed(*this);
+    widest = std::max(widest, width);
+    ++refreshes;
+    rows_to_atoms(rows, graph.n_owned, width);
+    atoms_to_host();
+    comm.forward(host_values.data(), width);
+    atoms_from_host();
+    atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
+  }
+
+  void sum_into_owners(double *rows, int width) override
+  {
+    Timed timed(*this);
+    widest = std::max(widest, width);
+    rows_to_atoms(rows, graph.num_rows(), width);
+    atoms_to_host();
+    comm.reverse(host_values.data(), width);
+    atoms_from_host();
+    atoms_to_rows(rows, 0, graph.n_owned, width);
+  }
+
+  void sum_over_ranks(double *values, int n) override
+  {
+    Timed timed(*this);
+    comm.sum_over_ranks(values, n);
+  }
+
+  void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest, int n) override
+  {
+    Timed timed(*this);
+    comm.range_over_ranks(values, lowest, highest, n);
+  }
+
+ private:
+  using Values = Kokkos::View<double *, typename DeviceType::memory_space>;
+  const NVAlchemi::Graph &graph;
+  const DeviceArray<DeviceType, int> &row_atom;
+  NVAlchemi::AtomComm &comm;
+  bool complete;
+  Values atom_values;                               // [atoms][width], scratch
+  typename Values::host_mirror_type host_values;    // the same where DeviceType reads the host
+  size_t used = 0;                                  // values of this call
+
+  // per-atom values, zero but for rows [0, nrows)'s atoms, which take the rows' values
+  void rows_to_atoms(const double *rows, int64_t nrows, int width)
+  {
+    const size_t n = used = static_cast<size_t>(comm.num_atoms()) * width;
+    if (atom_values.extent(0) < n) {
+      atom_values = Values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "nvalchemi:atom_values"),
+                           n + n / 4);
+      host_values = Kokkos::create_mirror_view(atom_values);
+    }
+    const auto values = atom_values;
+    const auto atom = row_atom.view();
+    Kokkos::deep_copy(Kokkos::subview(values, std::make_pair(size_t(0), n)), 0.0);
+    Kokkos::parallel_for(
+        "nvalchemi::rows_to_atoms", Policy(0, nrows * width), KOKKOS_LAMBDA(int64_t k) {
+          const int64_t r = k / width;
+          values(static_cast<size_t>(atom(r)) * width + k % width) = rows[k];
+        });
+  }
+
+  // rows [first, last) take their atoms' values
+  void atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const
+  {
+    const auto values = atom_values;
+    const auto atom = row_atom.view();
+    Kokkos::parallel_for(
+        "nvalchemi::atoms_to_rows", Policy(first * width, last * width), KOKKOS_LAMBDA(int64_t k) {
+          const int64_t r = k / width;
+          rows[k] = values(static_cast<size_t>(atom(r)) * width + k % width);
+        });
+    Kokkos::fence();
+  }
+
+  // no copy where the mirror is the view itself
+  void atoms_to_host() const
+  {
+    Kokkos::fence();
+    Kokkos::deep_copy(used_part(host_values), used_part(atom_values));
+  }
+  void atoms_from_host() const
+  { Kokkos::deep_copy(used_part(atom_values), used_part(host_values)); }
+  template <class View> auto used_part(const View &v) const
+  { return Kokkos::subview(v, std::make_pair(size_t(0), used)); }
+};
+
+// a virial (xx yy zz xy xz yz) as Kokkos reduces it
+struct Virial {
+  double w[6];
+  KOKKOS_INLINE_FUNCTION Virial()
+  {
+    for (int v = 0; v < 6; ++v) w[v] = 0.0;
+  }
+  KOKKOS_INLINE_FUNCTION Virial &operator+=(const Virial &other)
+  {
+    for (int v = 0; v < 6; ++v) w[v] += other.w[v];
+    return *this;
+  }
+};
 }    // namespace
 
-template <class DeviceType> struct PairNVAlchemiKokkos<DeviceType>::GraphBuffers {
-  GraphBuffer<DeviceType, int> row_atom;
-  GraphBuffer<DeviceType, double> positions, edge_vectors, edge_gradients;
-  GraphBuffer<DeviceType, int64_t> atomic_numbers, edges;
+template <class DeviceType> struct PairNVAlchemiKokkos<DeviceType>::DeviceGraph {
+  DeviceArray<DeviceType, int> row_atom;
+  DeviceArray<DeviceType, double> positions, edge_vectors;
+  DeviceArray<DeviceType, int64_t> atomic_numbers, edges;
+  // edge gradients the model left on the host (a graph of the halo mode's own), for the force
+  // kernels
+  Kokkos::View<double *, typename DeviceType::memory_space> host_gradients;
+
+  // where the model reads the arrays
+  NVAlchemi::Graph::Resident resident() const
+  {
+    return {true, torch_device_of<DeviceType>(), positions.data(), edge_vectors.data(),
+            atomic_numbers.data(), edges.data()};
+  }
 };
 
 /* ---------------------------------------------------------------------- */
 
 template <class DeviceType>
 PairNVAlchemiKokkos<DeviceType>::PairNVAlchemiKokkos(LAMMPS *lmp) :
-    PairNVAlchemi(lmp), buffers(new GraphBuffers), forces_on_device(false)
+    PairNVAlchemi(lmp), device_graph(new DeviceGraph), graph_on_host(false)
 {
   kokkosable = 1;
   atomKK = (AtomKokkos *) atom;
@@ -105,7 +240,7 @@ PairNVAlchemiKokkos<DeviceType>::PairNVAlchemiKokkos(LAMMPS *lmp) :
 
 template <class DeviceType> PairNVAlchemiKokkos<DeviceType>::~PairNVAlchemiKokkos()
 {
-  delete buffers;
+  delete device_graph;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -120,6 +255,13 @@ template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::init_style()
                "Pair style nvalchemi/kk on a device execution space exchanges its per-atom data "
                "through LAMMPS' host communication: add 'comm/pair/forward host comm/pair/reverse "
                "host' to the package kokkos settings (-pk kokkos ... or the package command)");
+  constexpr bool reads_host =
+      Kokkos::SpaceAccessibility<typename DeviceType::execution_space, Kokkos::HostSpace>::accessible;
+  if (!reads_host && !torch_device_of<DeviceType>().is_cuda())
+    error->all(FLERR, Error::NOLASTLINE,
+               "Pair style nvalchemi/kk runs on Kokkos' host backends and CUDA; this Kokkos "
+               "device ({}) has no LibTorch device: use pair_style nvalchemi/kk/host",
+               typename DeviceType::execution_space().name());
   PairNVAlchemi::init_style();
   const std::vector<int> &z = atomic_number_of_type();
   k_atomic_number_of_type = DAT::tdual_int_1d("nvalchemi:atomic_number_of_type", z.size());
@@ -145,17 +287,19 @@ template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::request_neighb
 }
 
 /* ----------------------------------------------------------------------
-   the graph kernels read DeviceType's views, the plain style's host code
-   (consolidation, per-atom tallies, F dot r, atom IDs) the host arrays
+   the graph and force kernels read and write DeviceType's views; the host
+   reads atom IDs (halo mode gp, messages naming atoms) and, with forces of
+   the model's own, tallies the forces (and F dot r the virial) there
 ------------------------------------------------------------------------- */
 
 template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::compute(int eflag, int vflag)
 {
+  const bool host_forces = !differentiates_energy();
   atomKK->sync(execution_space, X_MASK | F_MASK | TYPE_MASK);
-  atomKK->sync(Host, X_MASK | F_MASK | TYPE_MASK | TAG_MASK);
-  forces_on_device = false;
+  atomKK->sync(Host, TAG_MASK | (host_forces ? X_MASK | F_MASK : 0));
+  graph_on_host = false;
   PairNVAlchemi::compute(eflag, vflag);
-  if (!forces_on_device) atomKK->modified(Host, F_MASK);
+  if (host_forces) atomKK->modified(Host, F_MASK);
 }
 
 /* ----------------------------------------------------------------------
@@ -168,7 +312,7 @@ template <class DeviceType>
 void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
 {
   using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
-  GraphBuffers &buffers = *this->buffers;
+  DeviceGraph &dg = *device_graph;
   const int nlocal = atom->nlocal, nall = nlocal + atom->nghost;
   const auto x = atomKK->k_x.template view<DeviceType>();
   const auto type = atomKK->k_type.template view<DeviceType>();
@@ -190,11 +334,15 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
       "nvalchemi::owned_rows", Policy(0, nlocal),
       KOKKOS_LAMBDA(int i, int &n) { n += z_of_type(type(i)) > 0 ? 1 : 0; }, n_owned);
 
+  // the host buffers take the sizes (their values come with graph_to_host)
   graph.n_owned = n_owned;
   graph.padding_rows = graph.padding_edges = 0;
-  const auto row_atom = buffers.row_atom.fill(graph.row_atom, nrows);
-  const auto positions = buffers.positions.fill(graph.positions, 3 * size_t(nrows));
-  const auto atomic_numbers = buffers.atomic_numbers.fill(graph.atomic_numbers, nrows);
+  graph.row_atom.resize(nrows);
+  graph.positions.resize(3 * size_t(nrows));
+  graph.atomic_numbers.resize(nrows);
+  const auto row_atom = dg.row_atom.fill(nrows);
+  const auto positions = dg.positions.fill(3 * size_t(nrows));
+  const auto atomic_numbers = dg.atomic_numbers.fill(nrows);
   Kokkos::parallel_for(
       "nvalchemi::row_values", Policy(0, nall), KOKKOS_LAMBDA(int i) {
         const int r = atom_row(i);
@@ -267,8 +415,10 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
       },
       nedges);
 
-  const auto edges = buffers.edges.fill(graph.edges, 2 * size_t(nedges));
-  const auto edge_vectors = buffers.edge_vectors.fill(graph.edge_vectors, 3 * size_t(nedges));
+  graph.edges.resize(2 * size_t(nedges));
+  graph.edge_vectors.resize(3 * size_t(nedges));
+  const auto edges = dg.edges.fill(2 * size_t(nedges));
+  const auto edge_vectors = dg.edge_vectors.fill(3 * size_t(nedges));
   Kokkos::parallel_for(
       "nvalchemi::place_edges", Policy(0, nlist), KOKKOS_LAMBDA(int ii) {
         const int64_t from = first_candidate(ii), to = first_edge(ii);
@@ -279,11 +429,109 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
         }
       });
   Kokkos::fence();
-  buffers.row_atom.finish();
-  buffers.positions.finish();
-  buffers.atomic_numbers.finish();
-  buffers.edges.finish();
-  buffers.edge_vectors.finish();
+  graph.resident = dg.resident();
+}
+
+/* ----------------------------------------------------------------------
+   static shapes: the resident graph padded where it lives (the dead rows
+   and edges of NVAlchemi::pad_graph); a graph on the host (halo mode gp's)
+   on the host
+------------------------------------------------------------------------- */
+
+template <class DeviceType>
+void PairNVAlchemiKokkos<DeviceType>::pad_graph(NVAlchemi::Graph &graph, int64_t rows,
+                                                int64_t edges)
+{
+  if (!graph.resident.set) {
+    PairNVAlchemi::pad_graph(graph, rows, edges);
+    return;
+  }
+  using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
+  DeviceGraph &dg = *device_graph;
+  const int64_t nrows = graph.num_rows(), nedges = graph.num_edges();
+  graph.padding_rows = rows - nrows;
+  graph.padding_edges = edges - nedges;
+  // the host buffers take the sizes (the sizes of the tensors; their values come with
+  // graph_to_host)
+  graph.positions.resize(3 * rows);
+  graph.atomic_numbers.resize(rows);
+  graph.edges.resize(2 * edges);
+  graph.edge_vectors.resize(3 * edges);
+  const auto positions = dg.positions.extend(3 * rows);
+  const auto atomic_numbers = dg.atomic_numbers.extend(rows);
+  const auto edge_rows = dg.edges.extend(2 * edges);
+  const auto edge_vectors = dg.edge_vectors.extend(3 * edges);
+  const double length = cutoff;
+  Kokkos::parallel_for(
+      "nvalchemi::dead_rows", Policy(nrows, rows), KOKKOS_LAMBDA(int64_t r) {
+        atomic_numbers(r) = 0;
+        for (int d = 0; d < 3; ++d) positions(3 * r + d) = 0.0;
+      });
+  Kokkos::parallel_for(
+      "nvalchemi::dead_edges", Policy(nedges, edges), KOKKOS_LAMBDA(int64_t e) {
+        edge_rows(2 * e) = edge_rows(2 * e + 1) = rows - 1;
+        edge_vectors(3 * e) = length;
+        edge_vectors(3 * e + 1) = edge_vectors(3 * e + 2) = 0.0;
+      });
+  Kokkos::fence();
+  graph.resident = dg.resident();
+}
+
+/* ---------------------------------------------------------------------- */
+
+template <class DeviceType>
+void PairNVAlchemiKokkos<DeviceType>::graph_to_host(NVAlchemi::Graph &graph)
+{
+  if (graph_on_host) return;
+  DeviceGraph &dg = *device_graph;
+  dg.row_atom.to_host(graph.row_atom);
+  dg.positions.to_host(graph.positions);
+  dg.atomic_numbers.to_host(graph.atomic_numbers);
+  dg.edges.to_host(graph.edges);
+  dg.edge_vectors.to_host(graph.edge_vectors);
+  graph_on_host = true;
+}
+
+/* ---------------------------------------------------------------------- */
+
+template <class DeviceType>
+std::unique_ptr<NVAlchemi::MeasuredExchanger>
+PairNVAlchemiKokkos<DeviceType>::make_row_exchange(const NVAlchemi::Graph &rank_graph,
+                                                   NVAlchemi::AtomComm &atoms, bool complete)
+{
+  return std::make_unique<RowExchangeKokkos<DeviceType>>(rank_graph, device_graph->row_atom, atoms,
+                                                         complete);
+}
+
+/* ----------------------------------------------------------------------
+   the gradients the model left in DeviceType's memory: checked there,
+   copied to the host when host code needs them or one is not finite
+------------------------------------------------------------------------- */
+
+template <class DeviceType>
+void PairNVAlchemiKokkos<DeviceType>::step_to_host(NVAlchemi::Graph &graph,
+                                                   NVAlchemi::ModelOutputs &outputs, bool needed)
+{
+  using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
+  const NVAlchemi::SharedValues &resident = outputs.resident_edge_gradients;
+  const int64_t n = resident.size();
+  const DeviceValues gradient(resident.get(), n);
+  if (!needed && n > 0) {
+    int64_t not_finite = 0;
+    Kokkos::parallel_reduce(
+        "nvalchemi::nonfinite_gradients", Policy(0, n),
+        KOKKOS_LAMBDA(int64_t k, int64_t &count) {
+          count += Kokkos::isfinite(gradient(k)) ? 0 : 1;
+        },
+        not_finite);
+    needed = not_finite > 0;
+  }
+  if (!needed) return;
+  graph_to_host(graph);
+  if (n == 0 || !outputs.edge_gradients.empty()) return;
+  auto host = std::make_shared<std::vector<double>>(n);
+  Kokkos::deep_copy(HostValues(host->data(), n), gradient);
+  outputs.edge_gradients = {std::shared_ptr<const double>(host, host->data()), n};
 }
 
 /* ----------------------------------------------------------------------
@@ -294,16 +542,26 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
 
 template <class DeviceType>
 void PairNVAlchemiKokkos<DeviceType>::add_edge_forces(const NVAlchemi::Graph &graph,
-                                                      const double *edge_gradients)
+                                                      const NVAlchemi::ModelOutputs &outputs,
+                                                      double *virial)
 {
-  if (!edge_gradients) return;
   using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
-  GraphBuffers &buffers = *this->buffers;
+  DeviceGraph &dg = *device_graph;
   const int64_t nedges = graph.num_edges();
-  const auto gradient = buffers.edge_gradients.read(edge_gradients, 3 * size_t(nedges));
-  const auto edges = buffers.edges.read(graph.edges.data(), 2 * size_t(nedges));
-  const auto row_atom = buffers.row_atom.read(graph.row_atom.data(), graph.row_atom.size());
-
+  DeviceValues gradient(outputs.resident_edge_gradients.get(), 3 * nedges);
+  if (outputs.resident_edge_gradients.empty()) {
+    const double *g = outputs.host_edge_gradients();
+    if (!g) return;
+    if (static_cast<int64_t>(dg.host_gradients.extent(0)) < 3 * nedges)
+      dg.host_gradients = decltype(dg.host_gradients)(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "nvalchemi:edge_gradients"),
+          3 * nedges + 3 * nedges / 4);
+    gradient = DeviceValues(dg.host_gradients.data(), 3 * nedges);
+    Kokkos::deep_copy(Kokkos::subview(dg.host_gradients, std::make_pair(int64_t(0), 3 * nedges)),
+                      ConstHostValues(g, 3 * nedges));
+  }
+  const auto edges = dg.edges.view();
+  const auto row_atom = dg.row_atom.view();
   const auto f = atomKK->k_f.template view<DeviceType>();
   const auto scatter = [&](auto scattered) {
     Kokkos::parallel_for(
@@ -325,9 +583,19 @@ void PairNVAlchemiKokkos<DeviceType>::add_edge_forces(const NVAlchemi::Graph &gr
   else
     scatter(create_scatter_view(f));
   atomKK->modified(execution_space, F_MASK);
-  // the plain style's host code (F dot r) reads them next
-  atomKK->sync(Host, F_MASK);
-  forces_on_device = true;
+  if (!virial) return;
+
+  // -r (x) g summed over the edges, in LAMMPS' order xx yy zz xy xz yz
+  const auto r = dg.edge_vectors.view();
+  Virial sum;
+  Kokkos::parallel_reduce(
+      "nvalchemi::edge_virial", Policy(0, nedges),
+      KOKKOS_LAMBDA(int64_t e, Virial &w) {
+        constexpr int a[6] = {0, 1, 2, 0, 0, 1}, b[6] = {0, 1, 2, 1, 2, 2};
+        for (int v = 0; v < 6; ++v) w.w[v] -= r(3 * e + a[v]) * gradient(3 * e + b[v]);
+      },
+      sum);
+  for (int v = 0; v < 6; ++v) virial[v] += sum.w[v];
 }
 
 namespace LAMMPS_NS {

@@ -24,11 +24,15 @@ PairStyle(nvalchemi/kk/host,PairNVAlchemiKokkos<LMPHostType>);
 
 namespace LAMMPS_NS {
 
-// pair_style nvalchemi under the KOKKOS package: this rank's graph is built from Kokkos views and
-// the Kokkos neighbor list in parallel on DeviceType's execution space, into the buffers the
-// model's input tensors view (no copy where that space's memory is host memory), and the edge
-// forces are scattered into the Kokkos force view there. Everything else (model, spec, exchange
-// ops, consolidation) is the plain style's.
+// pair_style nvalchemi under the KOKKOS package: the step stays in DeviceType's execution space.
+// This rank's graph is built in parallel from Kokkos views and the Kokkos neighbor list into
+// views of that space's memory, which the model reads as tensors there (a resident graph, padded
+// there with static shapes); the exchange ops' rows are mapped to per-atom values there; the
+// edge gradients stay where the model computed them, and the forces and the global virial are
+// scattered and reduced there. The graph and the gradients are copied to the host only for host
+// code that reads them (halo mode gp, per-atom energies and virials, force strategy model, extra
+// outputs, validate) or for a non-finite gradient. Everything else (model, spec, the exchange
+// ops' agreement, consolidation) is the plain style's.
 template <class DeviceType> class PairNVAlchemiKokkos : public PairNVAlchemi {
  public:
   typedef DeviceType device_type;
@@ -43,10 +47,19 @@ template <class DeviceType> class PairNVAlchemiKokkos : public PairNVAlchemi {
  protected:
   void request_neighbor_list() override;
   void build_rank_graph(NVAlchemi::Graph &) override;
-  void add_edge_forces(const NVAlchemi::Graph &, const double *edge_gradients) override;
+  void add_edge_forces(const NVAlchemi::Graph &, const NVAlchemi::ModelOutputs &,
+                       double *virial) override;
+  // the global virial is the edges' -r (x) g, reduced where the gradients are
+  bool virial_from_edges() const override { return true; }
+  void graph_to_host(NVAlchemi::Graph &) override;
+  void pad_graph(NVAlchemi::Graph &, int64_t rows, int64_t edges) override;
+  void step_to_host(NVAlchemi::Graph &, NVAlchemi::ModelOutputs &, bool needed) override;
+  std::unique_ptr<NVAlchemi::MeasuredExchanger>
+  make_row_exchange(const NVAlchemi::Graph &rank_graph, NVAlchemi::AtomComm &atoms,
+                    bool owned_rows_complete) override;
 
-  struct GraphBuffers;    // the graph's buffers as DeviceType's kernels write and read them
-  GraphBuffers *buffers;
+  struct DeviceGraph;    // the rank graph's arrays in DeviceType's memory
+  DeviceGraph *device_graph;
   DAT::tdual_int_1d k_atomic_number_of_type;    // [ntypes+1], 0: a type the model skips
   typename AT::t_int_1d d_atom_row;             // row of each atom, -1 if none
   // per list atom: its first slot among all neighbor candidates, its kept edges, its first edge
@@ -55,7 +68,10 @@ template <class DeviceType> class PairNVAlchemiKokkos : public PairNVAlchemi {
   // edges as found: each list atom's at its candidate slots (sender, receiver; vector)
   Kokkos::View<int64_t *, DeviceType> d_candidate_edges;
   Kokkos::View<double *, DeviceType> d_candidate_vectors;
-  bool forces_on_device;                        // this step wrote forces in DeviceType's space
+  bool graph_on_host;    // this step's rank graph is in the host buffers too
+  // values in DeviceType's memory that LibTorch owns (the edge gradients)
+  using DeviceValues = Kokkos::View<const double *, typename DeviceType::memory_space,
+                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 };
 
 }    // namespace LAMMPS_NS

@@ -161,17 +161,21 @@ namespace NVAlchemi {
                                      std::to_string(nedges) + ", 3])");
           placement.check_output("atomic energies", result[0]);
           placement.check_output("edge gradients", result[1]);
-          // back to the host together: the energy share, the real edges' gradient, the energies
+          // back to the host together: the energy share, the real edges' gradient (unless it
+          // stays on the device), the energies
           start = Clock::now();
-          const auto host =
-              placement.to_host({result[0].narrow(0, 0, graph.n_owned).sum() * share.weight,
-                                 result[1].view({nedges, 3}).narrow(0, 0, graph.num_edges()),
-                                 real_rows(result[0], graph)});
+          const auto real_edges = result[1].view({nedges, 3}).narrow(0, 0, graph.num_edges());
+          const bool host_gradient = !keep_resident_gradients(graph, real_edges, outputs);
+          std::vector<torch::Tensor> results{
+              result[0].narrow(0, 0, graph.n_owned).sum() * share.weight,
+              real_rows(result[0], graph)};
+          if (host_gradient) results.push_back(real_edges);
+          const auto host = placement.to_host(results);
           outputs.energy_share = host[0].item<double>();
-          outputs.edge_gradients = shared_values(host[1]);
+          outputs.edge_gradients = host_gradient ? shared_values(host[2]) : SharedValues{};
           if (outputs.tensors.size() != 1 || outputs.tensors.count(share.key) == 0)
             outputs.tensors.clear();
-          copy_output(host[2], outputs.tensors[share.key]);
+          copy_output(host[1], outputs.tensors[share.key]);
           outputs.marshal_seconds += seconds_since(start);
         });
       }

@@ -177,6 +177,8 @@ namespace NVAlchemi {
       throw OutputError("the model returned a non-finite energy (" +
                         to_string(outputs.energy_share) + ") for this rank's atoms");
     if (share.differentiate) {
+      // gradients left on the device only are finite: whoever keeps them there copies them to
+      // the host when one is not (PairNVAlchemi::step_to_host)
       const double *g = outputs.edge_gradients.get();
       if (!g) return;
       const NonFinite bad = non_finite(g, 3 * graph.num_edges());
@@ -205,14 +207,10 @@ namespace NVAlchemi {
     const ModelOutputs &outputs = result.outputs;
     const int nprocs = result.nprocs;
     if (result.share.differentiate) {
-      const double *g = outputs.edge_gradients.get();
-      consumer.edge_forces(graph, g);
-      if (!consumer.wants_virial()) return true;
       double w[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-      for (int64_t e = 0; g && e < graph.num_edges(); ++e)
-        for (int v = 0; v < 6; ++v)
-          w[v] -= graph.edge_vectors[3 * e + VIRIAL_VOIGT[v][0]] * g[3 * e + VIRIAL_VOIGT[v][1]];
-      consumer.virial(w);
+      const bool virial = consumer.wants_virial();
+      consumer.edge_forces(graph, outputs, virial ? w : nullptr);
+      if (virial) consumer.virial(w);
       return true;
     }
     const OutputSpec &declared = spec.outputs.at("forces");
@@ -232,9 +230,11 @@ namespace NVAlchemi {
     class ContributionConsumer : public ForceConsumer {
      public:
       ContributionConsumer(Contribution &c, std::vector<double> &rows) : c(c), rows(rows) {}
-      void edge_forces(const Graph &graph, const double *g) override
+      void edge_forces(const Graph &graph, const ModelOutputs &outputs, double *virial) override
       {
+        const double *g = outputs.host_edge_gradients();
         NVAlchemi::edge_forces(graph, g, rows);
+        if (virial) add_edge_virial(graph, g, virial);
         for (int64_t k = 0; g && k < 3 * graph.num_edges(); ++k)
           c.force_scale = std::max(c.force_scale, std::fabs(g[k]));
       }

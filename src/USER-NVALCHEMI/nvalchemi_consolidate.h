@@ -93,8 +93,9 @@ namespace NVAlchemi {
   bool add_model_virial(const MLIPSpec &spec, const Graph &graph, const ModelOutputs &outputs,
                         double volume, int nprocs, const std::string &purpose, double virial[6]);
 
-  // A model result that is not finite on this rank: its energy share, its edge gradients (the
-  // framework's forces) or, with force strategy 'model', the forces on the rows the tally reads.
+  // A model result that is not finite on this rank: its energy share, its edge gradients on the
+  // host (the framework's forces) or, with force strategy 'model', the forces on the rows the
+  // tally reads.
   // Throws OutputError naming the first atom affected (`atom_id` of a row) and how many values
   // are not finite; returns quietly otherwise.
   void check_finite(const MLIPSpec &spec, const EnergyShare &share, const Graph &graph,
@@ -116,10 +117,12 @@ namespace NVAlchemi {
   class ForceConsumer {
    public:
     virtual ~ForceConsumer() = default;
-    // Framework forces: edge e, r = x_receiver - x_sender (receiver edges[2e+1], sender
+    // Framework forces from the outputs' edge gradients (on the host, or on the device for a
+    // resident graph): edge e, r = x_receiver - x_sender (receiver edges[2e+1], sender
     // edges[2e]), with energy gradient g[3e..3e+2], pulls -g on its receiver's row and +g on its
-    // sender's (ghost rows: partials for their owners).
-    virtual void edge_forces(const Graph &graph, const double *edge_gradients) = 0;
+    // sender's (ghost rows: partials for their owners); with `virial` not null, their virial
+    // -r (x) g summed over the edges (add_edge_virial) is added to it.
+    virtual void edge_forces(const Graph &graph, const ModelOutputs &outputs, double *virial) = 0;
     // The model's own forces: weight * forces[3r..3r+2] on rows [0, rows).
     virtual void row_forces(const Graph &graph, const double *forces, int64_t rows,
                             double weight) = 0;

@@ -8,6 +8,8 @@
 #ifndef LMP_NVALCHEMI_EXCHANGE_H
 #define LMP_NVALCHEMI_EXCHANGE_H
 
+#include "nvalchemi_device.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -62,7 +64,8 @@ namespace NVAlchemi {
   };
 
   // Rows are the model's atom rows: owned rows [0, num_owned()), then ghost rows up to
-  // num_rows(). All data is row-major with `width` values per row, in double precision.
+  // num_rows(). All data is row-major with `width` values per row, in double precision, in the
+  // memory of rows_device().
   // Every call is collective: all ranks make the same calls in the same order, which agree()
   // checks before each one, so that a model whose calls depend on a rank's data stops with an
   // error on every rank instead of leaving some waiting for a call that never comes.
@@ -71,6 +74,9 @@ namespace NVAlchemi {
     virtual ~Exchanger() = default;
     virtual int64_t num_rows() const = 0;
     virtual int64_t num_owned() const = 0;
+    // Where the rows given to refresh and sum_into_owners live: the host's memory, or a GPU's
+    // for an exchanger whose communication packs rows there (pair_style nvalchemi/kk)
+    virtual Device rows_device() const { return {}; }
     // ghost rows take the values of their owners' rows (owned rows unchanged)
     virtual void refresh(double *rows, int width) = 0;
     // ghost rows' values are added into their owners' rows (ghost rows unchanged)

@@ -24,6 +24,7 @@ namespace NVAlchemi {
   {
     if (atom_row.size() < static_cast<std::size_t>(atoms.nall)) atom_row.resize(atoms.nall);
     graph.padding_rows = graph.padding_edges = 0;
+    graph.resident = {};
 
     // rows: owned atoms of handled types, then ghosts
     graph.row_atom.clear();
@@ -92,6 +93,7 @@ namespace NVAlchemi {
   void pad_graph(Graph &graph, int64_t row_capacity, int64_t edge_capacity, double cutoff)
   {
     const int64_t rows = graph.num_rows(), edges = graph.num_edges();
+    graph.resident = {};
     graph.padding_rows = row_capacity - rows;
     graph.padding_edges = edge_capacity - edges;
     graph.positions.resize(3 * row_capacity);
@@ -136,6 +138,7 @@ namespace NVAlchemi {
     graph.edges.clear();
     graph.edge_vectors.clear();
     graph.padding_rows = graph.padding_edges = 0;
+    graph.resident = {};
     const int natoms = static_cast<int>(atomic_numbers.size());
     for (int i = 0; i < natoms; ++i) {
       if (atomic_numbers[i] <= 0) continue;
@@ -293,6 +296,15 @@ namespace NVAlchemi {
     scatter_edge_forces(graph, edge_gradients, [&](int64_t row) {
       return f[row_atom[row]];
     });
+  }
+
+  void add_edge_virial(const Graph &graph, const double *edge_gradients, double virial[6])
+  {
+    if (!edge_gradients) return;
+    const double *r = graph.edge_vectors.data();
+    for (int64_t e = 0; e < graph.num_edges(); ++e)
+      for (int v = 0; v < 6; ++v)
+        virial[v] -= r[3 * e + VIRIAL_VOIGT[v][0]] * edge_gradients[3 * e + VIRIAL_VOIGT[v][1]];
   }
 
 }    // namespace NVAlchemi

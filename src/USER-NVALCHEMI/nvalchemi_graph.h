@@ -5,6 +5,8 @@
 #ifndef LMP_NVALCHEMI_GRAPH_H
 #define LMP_NVALCHEMI_GRAPH_H
 
+#include "nvalchemi_device.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,7 +60,20 @@ namespace NVAlchemi {
   // With static shapes (pad_graph), the arrays the model gets hold padding after the real rows
   // and edges: dead rows (atomic number 0, at the origin) and dead edges (self-loops of the
   // last dead row, one cutoff long), which no real row or edge references.
+  //
+  // A builder may keep the arrays in memory of its own (pair_style nvalchemi/kk: views of its
+  // execution space, a GPU's memory on a GPU): `resident` then says where, and the model reads
+  // them there. The buffers keep their sizes (num_rows(), num_edges() read them) but hold the
+  // values only once the builder has copied them to the host; pad_graph works on the buffers
+  // and ends residence.
   struct Graph {
+    struct Resident {
+      bool set = false;
+      Device device;    // where the pointers point
+      const double *positions = nullptr, *edge_vectors = nullptr;
+      const int64_t *atomic_numbers = nullptr, *edges = nullptr;
+    };
+
     int n_owned = 0;
     std::vector<int> row_atom;         // LAMMPS index of each real row
     Buffer<double> positions;          // [tensor rows][3]
@@ -66,6 +81,7 @@ namespace NVAlchemi {
     Buffer<int64_t> edges;             // [tensor edges][2]: sender row, receiver row
     Buffer<double> edge_vectors;       // [tensor edges][3]: r[receiver] - r[sender]
     int64_t padding_rows = 0, padding_edges = 0;
+    Resident resident;    // unset: the model reads the buffers
 
     // real rows (atoms) and edges
     int64_t num_rows() const { return static_cast<int64_t>(row_atom.size()); }
@@ -129,6 +145,10 @@ namespace NVAlchemi {
 
   // The same forces added straight into LAMMPS' per-atom forces f[atom][3] (ghost atoms too).
   void add_edge_forces(const Graph &graph, const double *edge_gradients, double *const *f);
+
+  // The virial of those forces, -r (x) g summed over the real edges, added to `virial` (LAMMPS
+  // order xx yy zz xy xz yz).
+  void add_edge_virial(const Graph &graph, const double *edge_gradients, double virial[6]);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

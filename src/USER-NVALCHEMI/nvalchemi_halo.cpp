@@ -5,7 +5,6 @@
 #include "nvalchemi_halo.h"
 
 #include "nvalchemi_graph_partition.h"
-#include "nvalchemi_row_exchange.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -19,16 +18,16 @@ namespace NVAlchemi {
     // ghost rows between layers, and ghost rows hold partials owed to their owners
     class AtomHalo : public Halo {
      public:
-      AtomHalo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms) : Halo(mode)
-      { exchange = std::make_unique<RowExchange>(rank_graph, atoms, false); }
+      AtomHalo(HaloMode mode, const RowExchangeMaker &row_exchange) : Halo(mode)
+      { exchange = row_exchange(false); }
     };
 
     // deep: the ghosts within L cutoffs, with edges of their own, so that L layers of message
     // passing on this rank see all the owned atoms need; owned rows of an edge sum are complete
     class DeepHalo : public Halo {
      public:
-      DeepHalo(const Graph &rank_graph, AtomComm &atoms) : Halo(HaloMode::DEEP)
-      { exchange = std::make_unique<RowExchange>(rank_graph, atoms, true); }
+      explicit DeepHalo(const RowExchangeMaker &row_exchange) : Halo(HaloMode::DEEP)
+      { exchange = row_exchange(true); }
       bool ghost_receivers() const override { return true; }
       double ghost_cutoff(double cutoff, double skin, int layers) const override
       { return std::max(1, layers) * cutoff + skin; }
@@ -45,6 +44,7 @@ namespace NVAlchemi {
       }
       bool maps_atoms_by_id() const override { return true; }
       bool exchanges_through_atom_comm() const override { return false; }
+      bool makes_model_graph() const override { return true; }
       Graph &model_graph(Graph &rank_graph,
                          const std::function<int64_t(int64_t)> &atom_id) override
       {
@@ -65,15 +65,15 @@ namespace NVAlchemi {
     };
   }    // namespace
 
-  std::unique_ptr<Halo> make_halo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms,
+  std::unique_ptr<Halo> make_halo(HaloMode mode, const RowExchangeMaker &row_exchange,
                                   MPI_Comm world)
   {
     switch (mode) {
       case HaloMode::LOCAL:
       case HaloMode::LAYERWISE:
-        return std::make_unique<AtomHalo>(mode, rank_graph, atoms);
+        return std::make_unique<AtomHalo>(mode, row_exchange);
       case HaloMode::DEEP:
-        return std::make_unique<DeepHalo>(rank_graph, atoms);
+        return std::make_unique<DeepHalo>(row_exchange);
       case HaloMode::GP:
         return std::make_unique<PartitionHalo>(world);
     }

@@ -20,7 +20,6 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  class AtomComm;
   struct Graph;
   struct ModelOutputs;
 
@@ -46,6 +45,8 @@ namespace NVAlchemi {
     // in passes of its communication width; otherwise in one collective per call.
     virtual bool exchanges_through_atom_comm() const { return true; }
 
+    // The model sees a graph of the mode's own, made from the rank graph's host buffers.
+    virtual bool makes_model_graph() const { return false; }
     // The graph the model sees, made from this rank's graph (`atom_id`: the atom ID of one of
     // its rows). Collective where the mode's graph spans ranks. Throws std::runtime_error.
     virtual Graph &model_graph(Graph &rank_graph,
@@ -68,9 +69,14 @@ namespace NVAlchemi {
     HaloMode which;
   };
 
-  // The halo of `mode` for a rank whose graph is `rank_graph` (filled before every model call),
-  // whose per-atom arrays `atoms` communicates, on the ranks of `world`.
-  std::unique_ptr<Halo> make_halo(HaloMode mode, const Graph &rank_graph, AtomComm &atoms,
+  // The exchanger of the modes whose rows go through per-atom communication (local, layerwise,
+  // deep), as the pair style makes it for the rank's graph and where its rows live;
+  // `owned_rows_complete` as RowExchange takes it.
+  using RowExchangeMaker =
+      std::function<std::unique_ptr<MeasuredExchanger>(bool owned_rows_complete)>;
+
+  // The halo of `mode` on the ranks of `world`, its row exchange made by `row_exchange`.
+  std::unique_ptr<Halo> make_halo(HaloMode mode, const RowExchangeMaker &row_exchange,
                                   MPI_Comm world);
 
 }    // namespace NVAlchemi

@@ -8,6 +8,7 @@
 
 #include "nvalchemi_ops.h"
 #include "nvalchemi_exchange.h"
+#include "nvalchemi_torch.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/script.h>
@@ -34,16 +35,22 @@ namespace NVAlchemi {
       return *active;
     }
 
-    // `x` on the host as a contiguous double buffer (one copy from a GPU, none for a contiguous
-    // double on the CPU): what LAMMPS' communication reads and writes
-    torch::Tensor host_buffer(const torch::Tensor &x)
-    { return x.detach().to(torch::kCPU, torch::kFloat64, /*non_blocking=*/false, /*copy=*/true); }
-    // the buffer back where x lives, in x's dtype (one copy to a GPU)
+    // `x` as a contiguous double buffer of its own on `where` (a copy on x's device when that
+    // is where): what the communication reads and writes. Rows go where the exchanger packs
+    // them, sums over ranks (a few values) through the host.
+    torch::Tensor exchange_buffer(const torch::Tensor &x, const Device &where)
+    {
+      return x.detach()
+          .to(torch_device(where), torch::kFloat64, /*non_blocking=*/false, /*copy=*/true)
+          .contiguous();
+    }
+    // the buffer back where x lives, in x's dtype (no copy where it is there already)
     torch::Tensor like(const torch::Tensor &buffer, const torch::Tensor &x)
     { return buffer.to(x.device(), x.scalar_type()); }
 
-    // `x` [rows, ...] as a double buffer of `width` values per row, transformed by `fn` once every
-    // rank has come to the same call, back where x lives in x's dtype
+    // `x` [rows, ...] as a double buffer of `width` values per row (`rows` [rows, width] on the
+    // exchanger's device), transformed by `fn(ex, rows)` once every rank has come to the same
+    // call, back where x lives in x's dtype
     template <typename F> torch::Tensor on_rows(const torch::Tensor &x, ExchangeCall call, F &&fn)
     {
       Exchanger &ex = exchanger(to_string(call));
@@ -55,27 +62,27 @@ namespace NVAlchemi {
       int64_t width = 1;
       for (int64_t d = 1; d < x.dim(); ++d) width *= x.size(d);
       ex.agree(call, width);
-      auto buffer = host_buffer(x).contiguous();
-      fn(ex, buffer.data_ptr<double>(), static_cast<int>(width));
-      return like(buffer, x);
+      auto rows = exchange_buffer(x, ex.rows_device()).view({x.size(0), width});
+      fn(ex, rows);
+      return like(rows.view(x.sizes()), x);
     }
 
-    void zero_ghost_rows(Exchanger &ex, double *rows, int width)
-    { std::fill(rows + ex.num_owned() * width, rows + ex.num_rows() * width, 0.0); }
+    double *row_values(torch::Tensor &rows) { return rows.data_ptr<double>(); }
+    int row_width(const torch::Tensor &rows) { return static_cast<int>(rows.size(1)); }
 
     // the adjoint of a refresh: the gradient of a ghost copy belongs to its owner
-    void owners_take_ghost_gradients(Exchanger &ex, double *rows, int width)
+    void owners_take_ghost_gradients(Exchanger &ex, torch::Tensor &rows)
     {
-      ex.sum_into_owners(rows, width);
-      zero_ghost_rows(ex, rows, width);
+      ex.sum_into_owners(row_values(rows), row_width(rows));
+      rows.narrow(0, ex.num_owned(), ex.num_rows() - ex.num_owned()).zero_();
     }
 
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
     // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
     torch::Tensor refresh_rows(const torch::Tensor &x)
     {
-      return on_rows(x, ExchangeCall::REFRESH_NEIGHBORS, [](Exchanger &ex, double *rows, int width) {
-        ex.refresh(rows, width);
+      return on_rows(x, ExchangeCall::REFRESH_NEIGHBORS, [](Exchanger &ex, torch::Tensor &rows) {
+        ex.refresh(row_values(rows), row_width(rows));
       });
     }
     torch::Tensor refresh_rows_adjoint(const torch::Tensor &grad)
@@ -84,18 +91,18 @@ namespace NVAlchemi {
     // Every row gets the complete sum: ghost-row partials summed into their owners, then every
     // ghost row refreshed, an operation that is its own adjoint. Where the owned rows are
     // complete already (halo mode deep) it is a refresh, whose adjoint is that of a refresh.
-    void scatter_then_refresh(Exchanger &ex, double *rows, int width)
+    void scatter_then_refresh(Exchanger &ex, torch::Tensor &rows)
     {
-      if (!ex.owned_rows_complete()) ex.sum_into_owners(rows, width);
-      ex.refresh(rows, width);
+      if (!ex.owned_rows_complete()) ex.sum_into_owners(row_values(rows), row_width(rows));
+      ex.refresh(row_values(rows), row_width(rows));
     }
 
-    void scatter_adjoint(Exchanger &ex, double *rows, int width)
+    void scatter_adjoint(Exchanger &ex, torch::Tensor &rows)
     {
       if (ex.owned_rows_complete())
-        owners_take_ghost_gradients(ex, rows, width);
+        owners_take_ghost_gradients(ex, rows);
       else
-        scatter_then_refresh(ex, rows, width);
+        scatter_then_refresh(ex, rows);
     }
 
     torch::Tensor scatter_rows(const torch::Tensor &x)
@@ -107,7 +114,7 @@ namespace NVAlchemi {
     {
       Exchanger &ex = exchanger(to_string(call));
       ex.agree(call, x.numel());
-      auto buffer = host_buffer(x).contiguous();
+      auto buffer = exchange_buffer(x, Device{});
       ex.sum_over_ranks(buffer.data_ptr<double>(), static_cast<int>(buffer.numel()));
       return like(buffer, x);
     }

@@ -1,7 +1,7 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   USER-NVALCHEMI: what one model call returns, in plain C++ (double precision on the host),
-   and the energy share it differentiates: the types the runners fill and the consolidation
-   reads. No LibTorch, no LAMMPS.
+   USER-NVALCHEMI: what one model call returns, in plain C++ (double precision on the host; the
+   edge gradients on the device for a graph kept there), and the energy share it differentiates:
+   the types the runners fill and the consolidation reads. No LibTorch, no LAMMPS.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_OUTPUTS_H
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,23 @@ namespace NVAlchemi {
   struct ModelOutputs {
     std::map<std::string, OutputTensor> tensors;    // every output the model returned
     // [edges][3]: dL_r / d edge_vectors of the real edges; none when L_r does not depend on them
+    // or when they stay on the device (below)
     SharedValues edge_gradients;
+    // For a graph the model read where its builder keeps it (Graph::resident), the same
+    // gradients (double) stay on that device until the next call: edge_gradients is then empty
+    // and the builder copies them to the host where it needs them.
+    SharedValues resident_edge_gradients;
+
+    // edge_gradients (nullptr: none), for code that reads them on the host. Throws
+    // std::logic_error while they are on the device only: the caller should have had them
+    // copied to the host first (a bug of the package, never silently no forces).
+    const double *host_edge_gradients() const
+    {
+      if (edge_gradients.empty() && !resident_edge_gradients.empty())
+        throw std::logic_error("the edge gradients are on the device only: copy them to the "
+                               "host before reading them there");
+      return edge_gradients.get();
+    }
     double energy_share = 0.0;    // L_r
     // wall times of the call: converting inputs to tensors and outputs back; the model's forward
     // and backward (the gradient the package takes; 0 for a program holding its own backward),

@@ -56,6 +56,15 @@ namespace NVAlchemi {
     return staged.to(where, target, /*non_blocking=*/true);
   }
 
+  torch::Tensor Placement::resident_input(const void *data, c10::IntArrayRef shape,
+                                          torch::Dtype type, bool real_valued,
+                                          const Device &on) const
+  {
+    const auto view = torch::from_blob(const_cast<void *>(data), shape,
+                                       torch::TensorOptions().dtype(type).device(torch_device(on)));
+    return view.to(where, real_valued ? real : type);    // the view itself where it fits
+  }
+
   torch::Tensor Placement::small(const torch::Tensor &host) const
   { return where.is_cpu() ? host : host.to(where); }
 
@@ -124,12 +133,22 @@ namespace NVAlchemi {
   {
     const int64_t nrows = graph.tensor_rows();
     const int64_t nedges = graph.tensor_edges();
+    const Graph::Resident &resident = graph.resident;
+    const auto input = [&](int slot, const void *buffer, const void *kept, c10::IntArrayRef shape,
+                           torch::Dtype type, bool real_valued) {
+      return resident.set
+                 ? placement.resident_input(kept, shape, type, real_valued, resident.device)
+                 : placement.input(slot, buffer, shape, type, real_valued);
+    };
     ContractInputs in;
-    in.tensors[0] = placement.input(0, graph.positions.data(), {nrows, 3}, torch::kFloat64, true);
-    in.tensors[1] = placement.input(1, graph.atomic_numbers.data(), {nrows}, torch::kInt64, false);
-    in.tensors[2] = placement.input(2, graph.edges.data(), {nedges, 2}, torch::kInt64, false);
-    in.tensors[3] =
-        placement.input(3, graph.edge_vectors.data(), {nedges, 3}, torch::kFloat64, true);
+    in.tensors[0] = input(0, graph.positions.data(), resident.positions, {nrows, 3},
+                          torch::kFloat64, true);
+    in.tensors[1] = input(1, graph.atomic_numbers.data(), resident.atomic_numbers, {nrows},
+                          torch::kInt64, false);
+    in.tensors[2] =
+        input(2, graph.edges.data(), resident.edges, {nedges, 2}, torch::kInt64, false);
+    in.tensors[3] = input(3, graph.edge_vectors.data(), resident.edge_vectors, {nedges, 3},
+                          torch::kFloat64, true);
     // a model that brings its own forces may still call requires_grad_() on its inputs
     in.tensors[3].requires_grad_(differentiate);
     in.tensors[4] = placement.small(cell_tensor(cell, placement.real));
@@ -157,11 +176,22 @@ namespace NVAlchemi {
     return tensor.narrow(0, 0, graph.num_rows());
   }
 
-  SharedValues shared_values(const torch::Tensor &host)
+  SharedValues shared_values(const torch::Tensor &values)
   {
-    auto kept = std::make_shared<torch::Tensor>(host);
-    const double *values = kept->data_ptr<double>();
-    return {std::shared_ptr<const double>(std::move(kept), values), host.numel()};
+    auto kept = std::make_shared<torch::Tensor>(values);
+    const double *data = kept->data_ptr<double>();
+    return {std::shared_ptr<const double>(std::move(kept), data), values.numel()};
+  }
+
+  bool keep_resident_gradients(const Graph &graph, const torch::Tensor &gradient,
+                               ModelOutputs &outputs)
+  {
+    outputs.resident_edge_gradients = {};
+    if (!graph.resident.set || !gradient.defined()) return false;
+    const auto device = torch_device(graph.resident.device);
+    outputs.resident_edge_gradients =
+        shared_values(gradient.detach().to(device, torch::kFloat64).contiguous());
+    return true;
   }
 
   void copy_output(const torch::Tensor &host, OutputTensor &out)

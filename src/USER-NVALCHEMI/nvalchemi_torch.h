@@ -41,6 +41,10 @@ namespace NVAlchemi {
     // the pinned buffer that stages it on a GPU: one per input made in the same call.
     torch::Tensor input(int slot, const void *data, c10::IntArrayRef shape, torch::Dtype type,
                         bool real_valued);
+    // The same for values that live on `on` (a resident graph's arrays): a view of them where
+    // they are on the model's device in the dtype it takes (no copy), else one copy there.
+    torch::Tensor resident_input(const void *data, c10::IntArrayRef shape, torch::Dtype type,
+                                 bool real_valued, const Device &on) const;
     // A small tensor made on the host (a cell, a flag) where the model's tensors live.
     torch::Tensor small(const torch::Tensor &host) const;
     // `tensors` (all defined) on the host as contiguous double precision: on the CPU without a
@@ -67,6 +71,8 @@ namespace NVAlchemi {
   // The graph's arrays (padding included) as tensors placed by `placement`; edge_vectors
   // requires grad when `differentiate`. On the CPU in double precision they are views of the
   // graph's buffers, not copies: check_inputs_unchanged() then stops a model that wrote into one.
+  // A resident graph's arrays (Graph::resident) are read where they live: views of them on
+  // their device when it is the model's.
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, Placement &placement,
                                  bool differentiate);
   // Throws std::runtime_error naming an input the model changed in place.
@@ -80,8 +86,16 @@ namespace NVAlchemi {
   // A per-row tensor ([tensor rows, ...]) without its padding rows; other tensors unchanged.
   torch::Tensor real_rows(const torch::Tensor &tensor, const Graph &graph);
 
-  // Values of a host tensor (contiguous double) shared with LibTorch, without a copy.
-  SharedValues shared_values(const torch::Tensor &host);
+  // Values of a contiguous double tensor shared with LibTorch, without a copy, in the tensor's
+  // memory (the host's, or a GPU's for resident values).
+  SharedValues shared_values(const torch::Tensor &values);
+
+  // The real edges' gradient `gradient` (undefined: none) of a call on `graph`: for a resident
+  // graph it stays on the graph's device, in double precision (outputs.resident_edge_gradients;
+  // no copy where the model computed it there in double), and this returns true; else it returns
+  // false and the runner brings it to the host with the other outputs.
+  bool keep_resident_gradients(const Graph &graph, const torch::Tensor &gradient,
+                               ModelOutputs &outputs);
 
   // Seconds since `start`, for ModelOutputs::marshal_seconds.
   using Clock = std::chrono::steady_clock;

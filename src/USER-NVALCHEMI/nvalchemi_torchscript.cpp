@@ -132,21 +132,27 @@ namespace NVAlchemi {
           outputs.backward_seconds = seconds_since(start);
           check_inputs_unchanged(in);
 
-          // back to the host together: the energy share, the real edges' gradient, the outputs
+          // back to the host together: the energy share, the real edges' gradient (unless it
+          // stays on the device), the outputs
           start = Clock::now();
           std::vector<torch::Tensor> results{total};
-          if (gradient.defined()) results.push_back(gradient.narrow(0, 0, graph.num_edges()));
+          const auto real_edges = gradient.defined() ? gradient.narrow(0, 0, graph.num_edges())
+                                                     : gradient;
+          const bool host_gradient =
+              !keep_resident_gradients(graph, real_edges, outputs) &&
+              gradient.defined();
+          if (host_gradient) results.push_back(real_edges);
           for (const auto &item : dict)
             results.push_back(real_rows(item.value().toTensor(), graph));
           const auto host = placement.to_host(results);
           outputs.energy_share = host[0].item<double>();
-          outputs.edge_gradients = gradient.defined() ? shared_values(host[1]) : SharedValues{};
+          outputs.edge_gradients = host_gradient ? shared_values(host[1]) : SharedValues{};
           // the same outputs as last step (the usual case) are overwritten in place
           bool same_keys = outputs.tensors.size() == dict.size();
           for (const auto &item : dict)
             same_keys = same_keys && outputs.tensors.count(item.key().toStringRef()) == 1;
           if (!same_keys) outputs.tensors.clear();
-          size_t k = gradient.defined() ? 2 : 1;
+          size_t k = host_gradient ? 2 : 1;
           for (const auto &item : dict)
             copy_output(host[k++], outputs.tensors[item.key().toStringRef()]);
           outputs.marshal_seconds += seconds_since(start);

@@ -72,7 +72,7 @@ struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   // exchange ops' implementation
   std::unique_ptr<NVAlchemi::Halo> halo;
   bool narrow_comm_reported = false;
-  bool model_virial_implied = false;    // this style set no_virial_fdotr_compute for the model
+  bool nofdotr_implied = false;    // this style set no_virial_fdotr_compute for the model
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
   // consolidated extra outputs and the evaluation they belong to
@@ -175,18 +175,23 @@ void PairNVAlchemi::apply_model()
 
   // A model that brings its forces and declares its own global virial: that is the global
   // virial (pair_modify nofdotr implied). F dot r would miss what the energy owes to positions
-  // and cell directly, as reciprocal-space sums do.
+  // and cell directly, as reciprocal-space sums do. A variant that keeps the forces off the
+  // host sums the edges' virial where they are.
   const bool model_virial = !s.share.differentiate && NVAlchemi::declares_model_virial(spec);
-  if (model_virial) no_virial_fdotr_compute = 1;
-  else if (s.model_virial_implied) no_virial_fdotr_compute = 0;
-  s.model_virial_implied = model_virial;
+  const bool nofdotr = model_virial || (s.share.differentiate && virial_from_edges());
+  if (nofdotr) no_virial_fdotr_compute = 1;
+  else if (s.nofdotr_implied) no_virial_fdotr_compute = 0;
+  s.nofdotr_implied = nofdotr;
 
   // one communication pass moves a row of the widest feature the model exchanges; set here, not
   // in init_style, because pair_style hybrid takes its sub-styles' widths when it is defined
   comm_forward = comm_reverse = std::max(MIN_COMM_COLUMNS, *spec.exchange_feature_width);
   cutoff = meta.cutoff;
   s.atom_comm = std::make_unique<NVAlchemi::PairAtomComm>(lmp, this);
-  s.halo = NVAlchemi::make_halo(*spec.halo, s.graph, *s.atom_comm, world);
+  s.halo = NVAlchemi::make_halo(
+      *spec.halo,
+      [this, &s](bool complete) { return make_row_exchange(s.graph, *s.atom_comm, complete); },
+      world);
   ghostneigh = s.halo->ghost_receivers() ? 1 : 0;
   s.narrow_comm_reported = false;
   s.row_capacity = s.edge_capacity = 0;
@@ -315,6 +320,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
 
   State &s = *state;
   build_rank_graph(s.graph);
+  if (s.halo->makes_model_graph()) graph_to_host(s.graph);
   NVAlchemi::Graph &model_graph = halo_model_graph();
   if (*s.spec.compile.static_shapes) pad_to_capacity(model_graph);
   summary.graph = platform::walltime() - start;
@@ -340,6 +346,7 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   check_exchange_calls();
   NVAlchemi::provide_framework_outputs(s.spec, s.share, s.outputs);
   report_narrow_comm();
+  step_to_host(s.graph, s.outputs, eflag_atom || vflag_atom || !s.share.differentiate);
 
   const double tally_start = platform::walltime();
   stop_on_output_error(lmp, s.model_file, [&] {
@@ -419,8 +426,11 @@ void PairNVAlchemi::pad_to_capacity(NVAlchemi::Graph &graph)
                    rows, edges, update->ntimestep, need[0], need[1]);
   s.row_capacity = rows;
   s.edge_capacity = edges;
-  NVAlchemi::pad_graph(graph, rows, edges, cutoff);
+  pad_graph(graph, rows, edges);
 }
+
+void PairNVAlchemi::pad_graph(NVAlchemi::Graph &graph, int64_t rows, int64_t edges)
+{ NVAlchemi::pad_graph(graph, rows, edges, cutoff); }
 
 /* ----------------------------------------------------------------------
    the ranks' exchange calls differed (every rank knows it at the same
@@ -522,10 +532,12 @@ void PairNVAlchemi::tally_energy()
 
 struct PairNVAlchemi::Tally : public NVAlchemi::ForceConsumer {
   explicit Tally(PairNVAlchemi *pair) : pair(pair) {}
-  void edge_forces(const NVAlchemi::Graph &graph, const double *g) override
+  void edge_forces(const NVAlchemi::Graph &graph, const NVAlchemi::ModelOutputs &outputs,
+                   double *virial) override
   {
-    pair->add_edge_forces(graph, g);
-    if (!pair->vflag_atom || !g) return;
+    pair->add_edge_forces(graph, outputs, virial);
+    const double *g = pair->vflag_atom ? outputs.host_edge_gradients() : nullptr;
+    if (!g) return;
     double **vatom = pair->vatom;
     const int64_t *edges = graph.edges.data();
     const double *rij = graph.edge_vectors.data();
@@ -581,10 +593,21 @@ void PairNVAlchemi::tally_forces()
           weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
 }
 
-void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph, const double *edge_gradients)
+void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph,
+                                    const NVAlchemi::ModelOutputs &outputs, double *virial)
 {
-  NVAlchemi::add_edge_forces(graph, edge_gradients, atom->f);
+  const double *g = outputs.host_edge_gradients();
+  NVAlchemi::add_edge_forces(graph, g, atom->f);
+  if (virial) NVAlchemi::add_edge_virial(graph, g, virial);
 }
+
+std::unique_ptr<NVAlchemi::MeasuredExchanger>
+PairNVAlchemi::make_row_exchange(const NVAlchemi::Graph &rank_graph, NVAlchemi::AtomComm &atoms,
+                                 bool complete)
+{ return std::make_unique<NVAlchemi::RowExchange>(rank_graph, atoms, complete); }
+
+bool PairNVAlchemi::differentiates_energy() const
+{ return state->share.differentiate; }
 
 /* ----------------------------------------------------------------------
    extra outputs, consolidated on demand (collective); the checks of what
@@ -617,6 +640,7 @@ const double *PairNVAlchemi::consolidated_output(const char *name, bool peratom,
 
   State::Consolidated &c = s.consolidated[name];
   if (c.evaluation == s.evaluations) return c.values.data();
+  step_to_host(s.graph, s.outputs, true);
   stop_on_output_error(lmp, s.model_file, [&] {
     const NVAlchemi::RankResult result = s.result(domain, comm->nprocs);
     if (peratom)
@@ -654,6 +678,7 @@ void PairNVAlchemi::decomposed_contribution(NVAlchemi::Contribution &c)
   State &s = *state;
   if (s.evaluations == 0)
     error->all(FLERR, Error::NOLASTLINE, "pair_style nvalchemi has not run its model yet");
+  step_to_host(s.graph, s.outputs, true);
   stop_on_output_error(lmp, s.model_file, [&] {
     NVAlchemi::decomposed_contribution(s.result(domain, comm->nprocs), atom->nlocal,
                                        *s.atom_comm, c, s.row_forces);

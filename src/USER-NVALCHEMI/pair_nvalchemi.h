@@ -18,6 +18,7 @@ PairStyle(nvalchemi,PairNVAlchemi);
 
 #include "pair.h"
 
+#include <memory>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -25,6 +26,9 @@ namespace NVAlchemi {
   struct Contribution;
   struct Graph;
   struct Device;
+  struct ModelOutputs;
+  class MeasuredExchanger;
+  class AtomComm;
 }    // namespace NVAlchemi
 
 class PairNVAlchemi : public Pair {
@@ -83,10 +87,31 @@ class PairNVAlchemi : public Pair {
 
   virtual void allocate();
   // what a variant (the Kokkos style) does its own way: the neighbor list it asks for, this
-  // rank's graph built from it, and the edge forces added into the atoms' forces
+  // rank's graph built from it, and the edge forces (with their virial, when `virial` is not
+  // null) added into the atoms' forces
   virtual void request_neighbor_list();
   virtual void build_rank_graph(NVAlchemi::Graph &);
-  virtual void add_edge_forces(const NVAlchemi::Graph &, const double *edge_gradients);
+  virtual void add_edge_forces(const NVAlchemi::Graph &, const NVAlchemi::ModelOutputs &,
+                               double *virial);
+  // the global virial of framework forces from the edges (pair_modify nofdotr implied), where
+  // the variant keeps the forces F dot r would read off the host
+  virtual bool virial_from_edges() const { return false; }
+  // the exchange ops' rows of `rank_graph` through `atoms`, this rank's per-atom communication
+  // (halo modes local, layerwise, deep; `owned_rows_complete` as NVAlchemi::RowExchange takes
+  // it): rows in host memory here
+  virtual std::unique_ptr<NVAlchemi::MeasuredExchanger>
+  make_row_exchange(const NVAlchemi::Graph &rank_graph, NVAlchemi::AtomComm &atoms,
+                    bool owned_rows_complete);
+  // A variant that keeps the rank graph and the edge gradients on its device (a resident graph)
+  // copies them to the host here: the graph's buffers before the model call (graph_to_host);
+  // after it, the graph and the outputs' edge_gradients (step_to_host) when `needed` by host
+  // code or when an edge gradient is not finite (the check names it). Idempotent within a step;
+  // the plain style's are on the host.
+  virtual void graph_to_host(NVAlchemi::Graph &) {}
+  // `graph` padded to `rows` and `edges` (NVAlchemi::pad_graph), where it lives
+  virtual void pad_graph(NVAlchemi::Graph &graph, int64_t rows, int64_t edges);
+  virtual void step_to_host(NVAlchemi::Graph &, NVAlchemi::ModelOutputs &, bool /*needed*/) {}
+  bool differentiates_energy() const;
   void apply_model();
   const double *consolidated_output(const char *name, bool peratom, int n);
   NVAlchemi::Graph &halo_model_graph();

@@ -254,7 +254,11 @@ namespace {
 // what the pair style's tallies receive from consolidate_forces
 struct RecordingConsumer : ForceConsumer {
   explicit RecordingConsumer(bool virial) : virial_wanted(virial) {}
-  void edge_forces(const Graph &, const double *g) override { edge_gradients = g; }
+  void edge_forces(const Graph &graph, const ModelOutputs &outputs, double *virial) override
+  {
+    edge_gradients = outputs.host_edge_gradients();
+    if (virial) add_edge_virial(graph, edge_gradients, virial);
+  }
   void row_forces(const Graph &, const double *f, int64_t n, double w) override
   {
     forces = f;
