@@ -4,8 +4,9 @@ periodic cell (the oracle: mace-torch or nequip evaluating the model it built, n
 package) and against the same export on 1 rank.
 
 After `run 0`: energy, every atom's force and the stress tensor. float64: 1e-10 relative to both;
-float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5). Runs in the
-framework's own virtual environment (tools/install-export-venvs.sh).
+float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5). With --kokkos
+the N-rank run is pair_style nvalchemi/kk (-k on t 1 -sf kk). Runs in the framework's own
+virtual environment (tools/install-export-venvs.sh).
 """
 
 import argparse
@@ -19,8 +20,8 @@ import numpy as np
 from ase import Atoms
 from ase.data import atomic_masses, atomic_numbers
 
-from harness import (content_key, decomposition, input_head, kept_arrays, relative_difference, run_snapshots,
-                     snapshot_commands)
+from harness import (content_key, decomposition, input_head, kept_arrays, kokkos_switches, ran_nvalchemi_kk,
+                     relative_difference, run_snapshots, snapshot_commands)
 
 NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
 DUMP_COLUMNS = "id type xu yu zu fx fy fz"
@@ -63,12 +64,15 @@ def write_data(atoms: Atoms, elements, path: str) -> None:
             f.write(f"{i + 1} {types[int(z)]} {float(r[0])!r} {float(r[1])!r} {float(r[2])!r}\n")
 
 
-def lammps(args, workdir, label, nranks, grid, tiled, data):
+def lammps(args, workdir, label, nranks, grid, tiled, data, kokkos=False):
     comm, balance = decomposition(grid, tiled)
     text = input_head(f"read_data {data}", f"pair_style nvalchemi {args.model}\npair_coeff * * {' '.join(args.elements)}",
                       units="metal", comm=comm, balance=balance, neighbor=False, dt=None, integrate=False) + OBSERVE
     text += snapshot_commands([0], DUMP_COLUMNS, GLOBALS)
-    snaps, _ = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, [0])
+    snaps, output = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, [0],
+                                  lmp_args=kokkos_switches(1) if kokkos else None)
+    if kokkos and not ran_nvalchemi_kk(output):
+        sys.exit("FAIL: the -sf kk run did not use pair_style nvalchemi/kk")
     rows, g = snaps[0]
     # LAMMPS' pressure tensor (virial part, bar) -> ASE's stress (eV/A^3, Voigt xx yy zz yz xz xy)
     pxx, pyy, pzz, pxy, pxz, pyz = g[1:7]
@@ -137,6 +141,7 @@ def main():
     parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
     parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
     parser.add_argument("--float32", action="store_true", help="the export is float32")
+    parser.add_argument("--kokkos", action="store_true", help="the N-rank run under -k on t 1 -sf kk")
     parser.add_argument("--tol", type=float, default=None)
     args = parser.parse_args()
     tol = args.tol if args.tol is not None else (1e-5 if args.float32 else 1e-10)
@@ -156,7 +161,7 @@ def main():
         data = os.path.join(workdir, "system.data")
         write_data(atoms, args.elements, data)
         single = lammps(args, workdir, "np1", 1, (1, 1, 1), False, data)
-        tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data)
+        tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data, args.kokkos)
         reference = oracle(args, atoms)
         for key in ("energy", "forces", "stress"):
             check(f"{key} vs {args.framework}'s ASE calculator", relative_difference(tested[key], reference[key]))
@@ -164,7 +169,8 @@ def main():
 
     print("PARITY " + json.dumps({"test": args.framework, "model": os.path.basename(args.model), "np": args.np,
                                   "grid": args.grid, "tiled": args.tiled, "box": args.box,
-                                  "system": args.system, "max_relative_difference": worst}))
+                                  "system": args.system, "kokkos": args.kokkos,
+                                  "max_relative_difference": worst}))
     if failures:
         sys.exit("FAIL:\n  " + "\n  ".join(failures))
 

@@ -1,9 +1,9 @@
 """pair_style nvalchemi/kk (KOKKOS package, OpenMP backend) against pair_style nvalchemi.
 
 One case = a model (--kind: the LJ model, or the SchNet-style model in halo mode layerwise or
-deep), a rank count with its processor grid (or comm_style tiled), a box and a number of OpenMP
-threads. The reference is the plain style on 1 rank; the same input then runs on --np ranks
-under `-k on t T -sf kk` (pair_style nvalchemi/kk, atom_style atomic/kk, fix nve/kk: the input
+deep) with the pair style's --keywords (halo gp, static_shapes yes), a rank count with its
+processor grid (or comm_style tiled), a box and a number of OpenMP threads. The reference is
+the plain style on 1 rank; the same input then runs on --np ranks under `-k on t T -sf kk` (pair_style nvalchemi/kk, atom_style atomic/kk, fix nve/kk: the input
 unchanged), or with the variant --style names in the input (/kk/host, /kk/device). After
 run 0 and after --steps NVE steps, energy, the global virial, every atom's position and force,
 per-atom energies and per-atom virials must agree to --tol relative.
@@ -37,7 +37,8 @@ def run(args, workdir, label, nranks, grid, tiled, threads, data):
     comm, balance = decomposition(grid, tiled)
     # the Kokkos run takes the variant from the suffix switch, or names it (--style)
     style = args.style if threads else ""
-    pair = f"pair_style nvalchemi{style} {getattr(args, f'{args.kind}_model')}\npair_coeff * * Ar Ar"
+    pair = (f"pair_style nvalchemi{style} {getattr(args, f'{args.kind}_model')} {args.keywords}\n"
+            "pair_coeff * * Ar Ar")
     text = input_head(f"read_data {data}", pair, comm=comm, balance=balance) + OBSERVE
     steps = [0, args.steps] if args.steps else [0]
     text += snapshot_commands(steps, DUMP_COLUMNS, GLOBALS)
@@ -63,6 +64,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="NVE steps after run 0 (0: run 0 only)")
     parser.add_argument("--style", choices=("/kk", "/kk/host", "/kk/device"), default="",
                         help="name this variant in the Kokkos run's input (default: nvalchemi, made /kk by -sf kk)")
+    parser.add_argument("--keywords", default="", help="pair_style keywords of both runs")
     parser.add_argument("--tol", type=float, default=1e-10)
     args = parser.parse_args()
 
@@ -84,6 +86,7 @@ def main():
     print("PARITY " + json.dumps({"test": "kokkos", "kind": args.kind, "np": args.np, "grid": args.grid,
                                   "tiled": args.tiled, "box": args.box, "system": args.system,
                                   "threads": args.threads, "style": args.style or "-sf kk",
+                                  "keywords": args.keywords,
                                   "max_relative_difference": check.worst}))
     check.exit_on_failure()
 
