@@ -7,6 +7,8 @@
 #   make fuzz   the parsers under libFuzzer for FUZZ_SECONDS each (tools/fuzz.sh)
 #   make cuda-wheel-check  the set-up's path for a CUDA build of torch: configure and link the
 #               plugin against it without nvcc on PATH (tools/cuda-wheel-check.sh; 2.7 GB of wheels)
+#   make cuda-check  that, then every package source and the operator library's CUDA kernels
+#               compiled by nvcc against that torch (tools/cuda-check.sh; no GPU needed)
 #
 # Variables: BUILD (build tree, default ./build), LAMMPS_DIR (a LAMMPS source tree to use
 # instead of the pinned Debian source), KOKKOS_DIR (the CMake package directory of a Kokkos >= 5.1
@@ -36,7 +38,8 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # (OpenMP backend): pair_style nvalchemi/kk, so that one LAMMPS build serves both styles
 LAMMPS_PACKAGES := USER-NVALCHEMI KSPACE PLUGIN KOKKOS
 
-.PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz cuda-wheel-check clean
+.PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz cuda-wheel-check \
+  cuda-check clean
 
 all: nvalchemi
 
@@ -96,6 +99,9 @@ fuzz: nvalchemi
 
 cuda-wheel-check: deps
 	tools/cuda-wheel-check.sh $(BUILD)
+
+cuda-check: deps
+	tools/cuda-check.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)/lammps $(BUILD)/nvalchemi

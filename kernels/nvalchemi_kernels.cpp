@@ -10,19 +10,20 @@
    with eps, s and offset looked up per edge type, in one pass over the edges,
    and its backward (the gradient with respect to the edge vectors) as an
    autograd function of its own, lj_edge_energy_backward. The same schema in
-   plain PyTorch is models/nvalchemi_kernels.py, for scripting models.
+   plain PyTorch is models/nvalchemi_kernels.py, for scripting models. Built
+   with CUDA (cmake -DNVALCHEMI_CUDA_KERNELS=on), the CUDA kernels of
+   nvalchemi_kernels_cuda.cu serve tensors on a GPU.
 ------------------------------------------------------------------------- */
+
+#include "nvalchemi_kernels.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
-#include <torch/torch.h>
 
-namespace {
+namespace nvalchemi_kernels {
 
-using torch::Tensor;
-
-void check_inputs(const Tensor &edge_vectors, const Tensor &edge_types, const Tensor &epsilon,
-                  const Tensor &sigma)
+LJArgs lj_args(const torch::Tensor &edge_vectors, const torch::Tensor &edge_types,
+               const torch::Tensor &epsilon, const torch::Tensor &sigma)
 {
   TORCH_CHECK(edge_vectors.dim() == 2 && edge_vectors.size(1) == 3,
               "lj_edge_energy: edge_vectors must be [edges, 3]");
@@ -31,71 +32,73 @@ void check_inputs(const Tensor &edge_vectors, const Tensor &edge_types, const Te
               "lj_edge_energy: edge_types must be int64 [edges]");
   TORCH_CHECK(epsilon.dim() == 1 && sigma.sizes() == epsilon.sizes(),
               "lj_edge_energy: epsilon and sigma must be tables [types] of the same size");
+  TORCH_CHECK(edge_types.device() == edge_vectors.device() &&
+                  epsilon.device() == edge_vectors.device() &&
+                  sigma.device() == edge_vectors.device(),
+              "lj_edge_energy: edge_types, epsilon and sigma must be on the edge vectors' device");
+  const auto dtype = edge_vectors.scalar_type();
+  return {edge_vectors.contiguous(), edge_types.contiguous(), epsilon.to(dtype).contiguous(),
+          sigma.to(dtype).contiguous()};
 }
 
-// for each edge e: r2, (s^2/r2)^3 and the parameters of its type, handed to `body`
-template <typename scalar_t, typename F>
-void for_each_edge(const Tensor &edge_vectors, const Tensor &edge_types, const Tensor &epsilon,
-                   const Tensor &sigma, F &&body)
+}    // namespace nvalchemi_kernels
+
+namespace {
+
+using namespace nvalchemi_kernels;
+using torch::Tensor;
+
+// for each edge e: r2, (s/r)^6 and the parameters of its type, handed to `body`
+template <typename scalar_t, typename F> void for_each_edge(const LJArgs &args, F &&body)
 {
-  const auto r = edge_vectors.accessor<scalar_t, 2>();
-  const auto type = edge_types.accessor<int64_t, 1>();
-  const auto eps = epsilon.accessor<scalar_t, 1>();
-  const auto sig = sigma.accessor<scalar_t, 1>();
-  const int64_t ntypes = epsilon.size(0);
-  at::parallel_for(0, edge_vectors.size(0), 1024, [&](int64_t begin, int64_t end) {
+  const scalar_t *r = args.edge_vectors.data_ptr<scalar_t>();
+  const auto type = args.edge_types.accessor<int64_t, 1>();
+  const auto eps = args.epsilon.accessor<scalar_t, 1>();
+  const auto sig = args.sigma.accessor<scalar_t, 1>();
+  const int64_t ntypes = args.epsilon.size(0);
+  at::parallel_for(0, args.edge_vectors.size(0), 1024, [&](int64_t begin, int64_t end) {
     for (int64_t e = begin; e < end; ++e) {
       const int64_t t = type[e];
       TORCH_CHECK(t >= 0 && t < ntypes, "lj_edge_energy: edge type ", t, " outside the table");
-      const scalar_t r2 = r[e][0] * r[e][0] + r[e][1] * r[e][1] + r[e][2] * r[e][2];
-      const scalar_t s2 = sig[t] * sig[t] / r2;
-      body(e, t, r2, s2 * s2 * s2, eps[t]);
+      const scalar_t r2 = squared_length(r + 3 * e);
+      body(e, t, r2, lj_sr6(r2, sig[t]), eps[t]);
     }
   });
 }
 
-Tensor lj_edge_energy_cpu(const Tensor &edge_vectors_in, const Tensor &edge_types_in,
-                          const Tensor &epsilon_in, const Tensor &sigma_in, const Tensor &offset_in)
+Tensor lj_edge_energy_cpu(const Tensor &edge_vectors, const Tensor &edge_types,
+                          const Tensor &epsilon, const Tensor &sigma, const Tensor &offset_in)
 {
-  const auto dtype = edge_vectors_in.scalar_type();
-  const Tensor edge_vectors = edge_vectors_in.contiguous(), edge_types = edge_types_in.contiguous();
-  const Tensor epsilon = epsilon_in.to(dtype).contiguous(), sigma = sigma_in.to(dtype).contiguous();
-  const Tensor offset = offset_in.to(dtype).contiguous();
-  check_inputs(edge_vectors, edge_types, epsilon, sigma);
+  const LJArgs args = lj_args(edge_vectors, edge_types, epsilon, sigma);
+  const Tensor offset = offset_in.to(edge_vectors.scalar_type()).contiguous();
   TORCH_CHECK(offset.sizes() == epsilon.sizes(), "lj_edge_energy: offset must be a table [types]");
   Tensor energy = torch::empty({edge_vectors.size(0)}, edge_vectors.options());
-  AT_DISPATCH_FLOATING_TYPES(dtype, "lj_edge_energy", [&] {
+  AT_DISPATCH_FLOATING_TYPES(edge_vectors.scalar_type(), "lj_edge_energy", [&] {
     scalar_t *out = energy.data_ptr<scalar_t>();
     const scalar_t *shift = offset.data_ptr<scalar_t>();
-    for_each_edge<scalar_t>(edge_vectors, edge_types, epsilon, sigma,
-                            [&](int64_t e, int64_t t, scalar_t, scalar_t sr6, scalar_t eps) {
-                              out[e] = 4 * eps * (sr6 * sr6 - sr6) - shift[t];
-                            });
+    for_each_edge<scalar_t>(args, [&](int64_t e, int64_t t, scalar_t, scalar_t sr6, scalar_t eps) {
+      out[e] = lj_energy(sr6, eps, shift[t]);
+    });
   });
   return energy;
 }
 
-// grad [edges] times d(energy)/d(edge vector): 4 eps (-12 sr12 + 6 sr6) / r2 * r_vec
-Tensor lj_edge_energy_backward_cpu(const Tensor &grad_in, const Tensor &edge_vectors_in,
-                                   const Tensor &edge_types_in, const Tensor &epsilon_in,
-                                   const Tensor &sigma_in)
+// grad [edges] times d(energy)/d(edge vector)
+Tensor lj_edge_energy_backward_cpu(const Tensor &grad_in, const Tensor &edge_vectors,
+                                   const Tensor &edge_types, const Tensor &epsilon,
+                                   const Tensor &sigma)
 {
-  const auto dtype = edge_vectors_in.scalar_type();
-  const Tensor edge_vectors = edge_vectors_in.contiguous(), edge_types = edge_types_in.contiguous();
-  const Tensor epsilon = epsilon_in.to(dtype).contiguous(), sigma = sigma_in.to(dtype).contiguous();
-  const Tensor grad = grad_in.to(dtype).contiguous();
-  check_inputs(edge_vectors, edge_types, epsilon, sigma);
-  Tensor result = torch::empty_like(edge_vectors);
-  AT_DISPATCH_FLOATING_TYPES(dtype, "lj_edge_energy_backward", [&] {
+  const LJArgs args = lj_args(edge_vectors, edge_types, epsilon, sigma);
+  const Tensor grad = grad_in.to(edge_vectors.scalar_type()).contiguous();
+  Tensor result = torch::empty_like(args.edge_vectors);
+  AT_DISPATCH_FLOATING_TYPES(edge_vectors.scalar_type(), "lj_edge_energy_backward", [&] {
     const scalar_t *g = grad.data_ptr<scalar_t>();
-    const scalar_t *r = edge_vectors.data_ptr<scalar_t>();
+    const scalar_t *r = args.edge_vectors.data_ptr<scalar_t>();
     scalar_t *out = result.data_ptr<scalar_t>();
-    for_each_edge<scalar_t>(edge_vectors, edge_types, epsilon, sigma,
-                            [&](int64_t e, int64_t, scalar_t r2, scalar_t sr6, scalar_t eps) {
-                              const scalar_t scale =
-                                  g[e] * 4 * eps * (-12 * sr6 * sr6 + 6 * sr6) / r2;
-                              for (int d = 0; d < 3; ++d) out[3 * e + d] = scale * r[3 * e + d];
-                            });
+    for_each_edge<scalar_t>(args, [&](int64_t e, int64_t, scalar_t r2, scalar_t sr6, scalar_t eps) {
+      const scalar_t scale = g[e] * lj_gradient_scale(r2, sr6, eps);
+      for (int d = 0; d < 3; ++d) out[3 * e + d] = scale * r[3 * e + d];
+    });
   });
   return result;
 }
