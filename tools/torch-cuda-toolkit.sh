@@ -21,8 +21,13 @@ if [ -z "$cuda" ]; then
 fi
 nvcc_release=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9.]*\),.*/\1/p' || true)
 if [ "$nvcc_release" = "$cuda" ]; then
-  echo "torch-cuda-toolkit: torch $torch_version is a CUDA $cuda build; nvcc $nvcc_release on PATH serves CMake"
-  : > "$out"
+  # the toolkit's own folder, as nvcc reports it: the nvcc on PATH may be a wrapper script
+  # elsewhere, beside which CMake would look for the headers and runtime in vain
+  top=$(nvcc -dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -n 1)
+  top=$(cd "${top:-$(dirname "$(command -v nvcc)")/..}" && pwd)
+  echo "torch-cuda-toolkit: torch $torch_version is a CUDA $cuda build; nvcc $nvcc_release on PATH" \
+       "(toolkit $top) serves CMake"
+  echo "-DCUDAToolkit_ROOT=$top -DCUDA_TOOLKIT_ROOT_DIR=$top -DCMAKE_CUDA_COMPILER=$top/bin/nvcc" > "$out"
   exit 0
 fi
 
