@@ -24,11 +24,16 @@ def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
         lmp = os.path.abspath(lmp)
     cmd = ([mpirun, "-np", str(nranks), "--oversubscribe"] + (wrapper or []) +
            [lmp, "-in", input_file, "-log", "log.lammps"] + (lmp_args or []))
-    try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise SystemExit(f"FAIL: LAMMPS did not finish within {timeout} s (hang?): {' '.join(cmd)}\n"
-                         f"{exc.stdout or ''}")
+    # OpenMPI's session directory of its own: mpiruns that share one under /tmp race when one
+    # ends and removes it while another creates its own inside ("A call to mkdir was unable to
+    # create the desired directory"), as tests running side by side do
+    with tempfile.TemporaryDirectory(prefix="ompi") as session:
+        env = dict(os.environ, OMPI_MCA_orte_tmpdir_base=session)
+        try:
+            return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired as exc:
+            raise SystemExit(f"FAIL: LAMMPS did not finish within {timeout} s (hang?): {' '.join(cmd)}\n"
+                             f"{exc.stdout or ''}")
 
 
 def peak_rss_wrapper(rundir: str) -> List[str]:
