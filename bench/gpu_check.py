@@ -5,8 +5,8 @@
         energies, pressures and forces of the parity cases after run 0 and after 20 NVE
         steps, in full precision (made on the development machine's CPU)
     gpu_check.py check --lmp LMP --models DIR --reference reference.json --out DIR [--mpirun M]
-        the same cases on the same system.data on the device LibTorch sees (cuda, or cpu where there is none) on 1 and
-        2 ranks, and on this machine's CPU, each against the reference (1e-10 relative); then
+        the same cases on the same system.data on the device LibTorch sees (cuda, or cpu where
+        there is none) on 1, 2 and 4 ranks (sharing the one GPU), and on this machine's CPU, each against the reference (1e-10 relative); then
         the step time of a 16k-atom Lennard-Jones system and of the 3-layer message-passing
         model, cpu against the device, in the same run. Writes results.json and results.md.
 
@@ -31,12 +31,15 @@ TOLERANCE = 1e-10
 STEPS = (0, 20)
 GLOBALS = ("pe", "pxx", "pyy", "pzz", "pxy", "pxz", "pyz")
 
-# name: model file, extra input lines (after pair_coeff)
+# name: model file, pair_style keywords, extra input lines (after pair_coeff)
 CASES = {
-    "lj": ("lj_ar.pt", ""),
+    "lj": ("lj_ar.pt", "", ""),
     # the exchange ops stage device rows through the host; validate runs the reference there too
-    "layerwise": ("schnet_layerwise.pt", "fix dd all nvalchemi/dd validate 10 1e-10\n"),
-    "deep": ("schnet_deep.pt", ""),
+    "layerwise": ("schnet_layerwise.pt", "", "fix dd all nvalchemi/dd validate 10 1e-10\n"),
+    "deep": ("schnet_deep.pt", "", ""),
+    # the halo's own graph (all-gathered positions) and padded inputs
+    "gp": ("schnet_layerwise.pt", " halo gp", ""),
+    "static_shapes": ("schnet_layerwise.pt", " static_shapes yes", ""),
 }
 
 # the parity system, made once on 1 rank (create_atoms numbers atoms, and displace_atoms draws
@@ -48,7 +51,7 @@ write_data system.data
 PARITY_INPUT = """units lj
 atom_style atomic
 read_data {data}
-pair_style nvalchemi {model} device {device}
+pair_style nvalchemi {model}{keywords} device {device}
 pair_coeff * * Ar
 {extra}neighbor 0.3 bin
 neigh_modify every 1 delay 0 check yes
@@ -92,11 +95,11 @@ def make_system(args, workdir):
 
 def parity_run(args, workdir, data, case, device, nranks):
     """{step: {"globals": [...], "forces": [[id, fx, fy, fz], ...]}} of one case."""
-    model, extra = CASES[case]
+    model, keywords, extra = CASES[case]
     rundir = tempfile.mkdtemp(prefix=f"{case}.{device}.np{nranks}.", dir=workdir)
     run_lammps(args, nranks, rundir, PARITY_INPUT.format(
-        data=data, model=os.path.join(os.path.abspath(args.models), model), device=device,
-        extra=extra, snapshots=snapshot_commands(STEPS, "id fx fy fz", GLOBALS)))
+        data=data, model=os.path.join(os.path.abspath(args.models), model), keywords=keywords,
+        device=device, extra=extra, snapshots=snapshot_commands(STEPS, "id fx fy fz", GLOBALS)))
     return {str(step): {"globals": np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1).tolist(),
                         "forces": np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2).tolist()}
             for step in STEPS}
@@ -146,7 +149,7 @@ def check(args):
     failed = False
     with tempfile.TemporaryDirectory(prefix="nvalchemi-gpu-check-") as workdir:
         data = os.path.join(os.path.dirname(os.path.abspath(args.reference)), "system.data")
-        runs = [(tested, n) for n in ((1, 2) if args.mpirun else (1,))]
+        runs = [(tested, n) for n in ((1, 2, 4) if args.mpirun else (1,))]
         if device:
             runs.append(("cpu", 1))
         for case in CASES:
