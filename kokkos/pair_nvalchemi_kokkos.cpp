@@ -162,9 +162,10 @@ template <class DeviceType> class RowExchangeKokkos : public NVAlchemi::Measured
     const auto atom = row_atom.view();
     Kokkos::deep_copy(Kokkos::subview(values, std::make_pair(size_t(0), n)), 0.0);
     Kokkos::parallel_for(
-        "nvalchemi::rows_to_atoms", Policy(0, nrows * width), KOKKOS_LAMBDA(int64_t k) {
-          const int64_t r = k / width;
-          values(static_cast<size_t>(atom(r)) * width + k % width) = rows[k];
+        "nvalchemi::rows_to_atoms", Policy(0, nrows), KOKKOS_LAMBDA(int64_t r) {
+          const double *row = rows + r * width;
+          const size_t first = static_cast<size_t>(atom(r)) * width;
+          for (int c = 0; c < width; ++c) values(first + c) = row[c];
         });
   }
 
@@ -174,9 +175,10 @@ template <class DeviceType> class RowExchangeKokkos : public NVAlchemi::Measured
     const auto values = atom_values;
     const auto atom = row_atom.view();
     Kokkos::parallel_for(
-        "nvalchemi::atoms_to_rows", Policy(first * width, last * width), KOKKOS_LAMBDA(int64_t k) {
-          const int64_t r = k / width;
-          rows[k] = values(static_cast<size_t>(atom(r)) * width + k % width);
+        "nvalchemi::atoms_to_rows", Policy(first, last), KOKKOS_LAMBDA(int64_t r) {
+          double *row = rows + r * width;
+          const size_t from = static_cast<size_t>(atom(r)) * width;
+          for (int c = 0; c < width; ++c) row[c] = values(from + c);
         });
     Kokkos::fence();
   }
