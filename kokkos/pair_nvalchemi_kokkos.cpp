@@ -28,8 +28,11 @@
 
 #include <Kokkos_ScatterView.hpp>
 
+#include <algorithm>
+#include <memory>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 using namespace LAMMPS_NS;
 
@@ -217,6 +220,8 @@ template <class DeviceType> struct PairNVAlchemiKokkos<DeviceType>::DeviceGraph 
   // edge gradients the model left on the host (a graph of the halo mode's own), for the force
   // kernels
   Kokkos::View<double *, typename DeviceType::memory_space> host_gradients;
+  // the resident edge gradients copied to the host for host code, kept from step to step
+  std::shared_ptr<std::vector<double>> host_copy;
 
   // where the model reads the arrays
   NVAlchemi::Graph::Resident resident() const
@@ -531,7 +536,11 @@ void PairNVAlchemiKokkos<DeviceType>::step_to_host(NVAlchemi::Graph &graph,
   if (!needed) return;
   graph_to_host(graph);
   if (n == 0 || !outputs.edge_gradients.empty()) return;
-  auto host = std::make_shared<std::vector<double>>(n);
+  // the copy of the last step is no one's now (the runner cleared edge_gradients): its memory
+  // serves again
+  auto &host = device_graph->host_copy;
+  if (!host || host.use_count() > 1) host = std::make_shared<std::vector<double>>();
+  host->resize(n);
   Kokkos::deep_copy(HostValues(host->data(), n), gradient);
   outputs.edge_gradients = {std::shared_ptr<const double>(host, host->data()), n};
 }
