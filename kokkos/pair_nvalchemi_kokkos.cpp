@@ -39,11 +39,9 @@ using namespace LAMMPS_NS;
 namespace {
 using HostValues =
     Kokkos::View<double *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-using ConstHostValues =
-    Kokkos::View<const double *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 // One array of the rank graph in DeviceType's memory, grown as needed (never shrunk), and its
-// copy into the graph's host buffer of the same layout
+// copies to and from host memory of the same layout
 template <class DeviceType, class T> class DeviceArray {
  public:
   using View = Kokkos::View<T *, typename DeviceType::memory_space>;
@@ -72,6 +70,14 @@ template <class DeviceType, class T> class DeviceArray {
     buffer.resize(size);
     Kokkos::deep_copy(HostView(buffer.data(), size),
                       Kokkos::subview(values, std::make_pair(size_t(0), size)));
+  }
+  // the n values at `host` copied in
+  void from_host(const T *host, size_t n)
+  {
+    fill(n);
+    Kokkos::deep_copy(Kokkos::subview(values, std::make_pair(size_t(0), n)),
+                      Kokkos::View<const T *, Kokkos::HostSpace,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host, n));
   }
 
  private:
@@ -219,7 +225,7 @@ template <class DeviceType> struct PairNVAlchemiKokkos<DeviceType>::DeviceGraph 
   DeviceArray<DeviceType, int64_t> atomic_numbers, edges;
   // edge gradients the model left on the host (a graph of the halo mode's own), for the force
   // kernels
-  Kokkos::View<double *, typename DeviceType::memory_space> host_gradients;
+  DeviceArray<DeviceType, double> host_gradients;
   // the resident edge gradients copied to the host for host code, kept from step to step
   std::shared_ptr<std::vector<double>> host_copy;
 
@@ -563,13 +569,8 @@ void PairNVAlchemiKokkos<DeviceType>::add_edge_forces(const NVAlchemi::Graph &gr
   if (outputs.resident_edge_gradients.empty()) {
     const double *g = outputs.host_edge_gradients();
     if (!g) return;
-    if (static_cast<int64_t>(dg.host_gradients.extent(0)) < 3 * nedges)
-      dg.host_gradients = decltype(dg.host_gradients)(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "nvalchemi:edge_gradients"),
-          3 * nedges + 3 * nedges / 4);
+    dg.host_gradients.from_host(g, 3 * nedges);
     gradient = DeviceValues(dg.host_gradients.data(), 3 * nedges);
-    Kokkos::deep_copy(Kokkos::subview(dg.host_gradients, std::make_pair(int64_t(0), 3 * nedges)),
-                      ConstHostValues(g, 3 * nedges));
   }
   const auto edges = dg.edges.view();
   const auto row_atom = dg.row_atom.view();
