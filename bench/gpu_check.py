@@ -1,26 +1,31 @@
 """The GPU check of pair_style nvalchemi (run by bench/gpu_check.sh; doc/Build_nvalchemi.rst).
 
     gpu_check.py reference --lmp LMP --models DIR --out reference.json
-        the parity system (system.data, beside reference.json) and, on 1 rank with device cpu,
-        energies, pressures and forces of the parity cases after run 0 and after 20 NVE
-        steps, in full precision (made on the development machine's CPU)
+        the parity systems (<system>.data, beside reference.json) and, on 1 rank with device
+        cpu, energies, pressures and forces of the TorchScript parity cases after run 0 and
+        after 20 NVE steps, in full precision (made on the development machine's CPU)
     gpu_check.py check --lmp LMP --models DIR --reference reference.json --out DIR [--mpirun M]
-        the same cases on the same system.data on the device LibTorch sees (cuda, or cpu where
-        there is none) on 1, 2 and 4 ranks (sharing the one GPU), and on this machine's CPU, each against the reference (1e-10 relative); then
-        the step time of a 16k-atom Lennard-Jones system and of the 3-layer message-passing
-        model, cpu against the device, in the same run. Writes results.json and results.md.
+        the same cases on the same data files on the device LibTorch sees (cuda, or cpu where
+        there is none) on 1, 2 and 4 ranks (sharing the one GPU), and on this machine's CPU,
+        each against the reference (1e-10 relative); the AOTInductor cases (.pt2 packages that
+        gpu_check.sh compiles there for that device) against their TorchScript twin's
+        reference; then step times, cpu against the device, in the same run. A run that fails
+        is recorded with its error and the check goes on; with --seconds, runs that would start
+        later are recorded as not run. Writes results.json and results.md after every run.
 
 Needs python3 with numpy and (for `check`) torch, only to ask whether a GPU is there.
-Exits non-zero when a parity case fails.
+Exits non-zero when a parity case fails or does not run.
 """
 
 import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -31,75 +36,113 @@ TOLERANCE = 1e-10
 STEPS = (0, 20)
 GLOBALS = ("pe", "pxx", "pyy", "pzz", "pxy", "pxz", "pyz")
 
-# name: model file, pair_style keywords, extra input lines (after pair_coeff)
-CASES = {
-    "lj": ("lj_ar.pt", "", ""),
-    # the exchange ops stage device rows through the host; validate runs the reference there too
-    "layerwise": ("schnet_layerwise.pt", "", "fix dd all nvalchemi/dd validate 10 1e-10\n"),
-    "deep": ("schnet_deep.pt", "", ""),
-    # the halo's own graph (all-gathered positions) and padded inputs
-    "gp": ("schnet_layerwise.pt", " halo gp", ""),
-    "static_shapes": ("schnet_layerwise.pt", " static_shapes yes", ""),
+# the systems: how each is made (once, on 1 rank: create_atoms numbers atoms, and displace_atoms
+# and create_atoms random draw their random numbers, by rank), and what an input that reads it sets
+SYSTEMS = {
+    # a perturbed fcc Lennard-Jones solid, 500 atoms
+    "ar": {"make": melt_commands(5, 1.5) + "displace_atoms all random 0.05 0.05 0.05 8765 units lattice\n",
+           "units": "lj", "elements": "Ar", "neighbor": 0.3, "timestep": 0.002},
+    # examples/mace's triclinic water-like cell, 51 atoms
+    "ho": {"make": "units metal\natom_style atomic\nregion box prism 0 8 0 8 0 8 0.8 -0.5 0.4\n"
+                   "create_box 2 box\ncreate_atoms 1 random 34 4127 NULL overlap 1.4 maxtry 200\n"
+                   "create_atoms 2 random 17 9317 NULL overlap 1.4 maxtry 200\n"
+                   "mass 1 1.008\nmass 2 15.999\nvelocity all create 300.0 4928 loop geom\n",
+           "units": "metal", "elements": "H O", "neighbor": 1.0, "timestep": 0.0002},
 }
 
-# the parity system, made once on 1 rank (create_atoms numbers atoms, and displace_atoms draws
-# its random numbers, by rank) and read by every run
-SYSTEM_INPUT = """{system}displace_atoms all random 0.05 0.05 0.05 8765 units lattice
-write_data system.data
-"""
+# name: system, model file, pair_style keywords, extra input lines (after pair_coeff), the case
+# whose reference it is compared with (None: its own, made on the development machine)
+CASES = {
+    "lj": ("ar", "lj_ar.pt", "", "", None),
+    # the operator library's fused kernel (its CUDA kernel on a GPU), built on the checked machine
+    "lj_fused": ("ar", "lj_ar_fused.pt", " library {kernels}", "", "lj"),
+    # the exchange ops stage device rows through the host; validate runs the reference there too
+    "layerwise": ("ar", "schnet_layerwise.pt", "", "fix dd all nvalchemi/dd validate 10 1e-10\n", None),
+    "deep": ("ar", "schnet_deep.pt", "", "", None),
+    # the halo's own graph (all-gathered positions) and padded inputs
+    "gp": ("ar", "schnet_layerwise.pt", " halo gp", "", None),
+    "static_shapes": ("ar", "schnet_layerwise.pt", " static_shapes yes", "", None),
+    # a model nobody here wrote: a MACE export (e3nn's operations), float64, triclinic cell
+    "mace": ("ho", "mace_ho_tiny.pt", "", "", None),
+    # AOTInductor packages compiled on the checked machine for its device, the same weights
+    "layerwise_aoti": ("ar", "schnet_layerwise.pt2", "", "", "layerwise"),
+    "deep_aoti": ("ar", "schnet_deep.pt2", "", "", "deep"),
+}
 
-PARITY_INPUT = """units lj
+PARITY_INPUT = """units {units}
 atom_style atomic
 read_data {data}
 pair_style nvalchemi {model}{keywords} device {device}
-pair_coeff * * Ar
-{extra}neighbor 0.3 bin
+pair_coeff * * {elements}
+{extra}neighbor {neighbor} bin
 neigh_modify every 1 delay 0 check yes
-timestep 0.002
+timestep {timestep}
 fix nve all nve
 thermo 10
 {snapshots}"""
 
 TIMING_INPUT = """{system}pair_style nvalchemi {model} device {device}{threads}
-pair_coeff * * Ar
-neighbor 0.3 bin
+pair_coeff * * {elements}
+neighbor {neighbor} bin
 neigh_modify every 1 delay 0 check yes
+timestep {timestep}
 fix nve all nve
 thermo {steps}
 run 5
 run {steps}
 """
 
-# what is timed: name, model, fcc cells per side (4 atoms each), steps
-TIMINGS = (("lj_16k", "lj_ar.pt", 16, 100), ("mpnn_3layer_4k", "schnet_layerwise.pt", 10, 20))
+# what is timed: name, system, the lines that make it (None: the system's data file replicated
+# `replicate` times per side), model, steps, whether it also runs on the CPU
+TIMINGS = (("lj_16k", "ar", melt_commands(16, 1.5), 1, "lj_ar.pt", 100, True),
+           ("mpnn_3layer_4k", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt", 20, True),
+           ("mpnn_3layer_4k_aoti", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt2", 20, False),
+           ("mace_3k", "ho", None, 4, "mace_ho_tiny.pt", 10, True))
 
 
-def run_lammps(args, nranks, rundir, text, timeout=900):
+class RunFailed(Exception):
+    pass
+
+
+def run_lammps(args, nranks, rundir, text, timeout=600):
     with open(os.path.join(rundir, "in.check"), "w") as f:
         f.write(text)
-    cmd = ([args.mpirun, "-np", str(nranks)] if args.mpirun else []) + [os.path.abspath(args.lmp), "-in", "in.check"]
     if nranks > 1 and not args.mpirun:
         raise SystemExit("FAIL: a run on several ranks needs --mpirun")
-    proc = subprocess.run(cmd, cwd=rundir, capture_output=True, text=True, timeout=timeout)
+    cmd = ([args.mpirun, "-np", str(nranks)] if args.mpirun else []) + [os.path.abspath(args.lmp), "-in", "in.check"]
+    try:
+        proc = subprocess.run(cmd, cwd=rundir, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"{' '.join(cmd)} in {rundir}: no end after {timeout} s")
     if proc.returncode != 0:
-        raise SystemExit(f"FAIL: {' '.join(cmd)} in {rundir} (exit {proc.returncode}):\n"
-                         f"{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        raise RunFailed(f"{' '.join(cmd)} in {rundir} (exit {proc.returncode}):\n"
+                        f"{proc.stdout[-3000:]}\n{proc.stderr[-1500:]}")
     return proc.stdout
 
 
-def make_system(args, workdir):
-    """The parity system's data file (500 atoms, perturbed fcc, with velocities)."""
-    run_lammps(args, 1, workdir, SYSTEM_INPUT.format(system=melt_commands(5, 1.5)))
-    return os.path.join(workdir, "system.data")
+def data_file(folder, system):
+    return os.path.join(folder, f"{system}.data")
 
 
-def parity_run(args, workdir, data, case, device, nranks):
+def make_systems(args, folder):
+    for system, settings in SYSTEMS.items():
+        run_lammps(args, 1, folder, settings["make"] + f"write_data {system}.data\n")
+
+
+def parity_run(args, workdir, datadir, case, device, nranks):
     """{step: {"globals": [...], "forces": [[id, fx, fy, fz], ...]}} of one case."""
-    model, keywords, extra = CASES[case]
+    system, model, keywords, extra, _ = CASES[case]
+    settings = SYSTEMS[system]
+    model_path = os.path.join(os.path.abspath(args.models), model)
+    if not os.path.exists(model_path):
+        raise RunFailed(f"no model {model_path}")
     rundir = tempfile.mkdtemp(prefix=f"{case}.{device}.np{nranks}.", dir=workdir)
     run_lammps(args, nranks, rundir, PARITY_INPUT.format(
-        data=data, model=os.path.join(os.path.abspath(args.models), model), keywords=keywords,
-        device=device, extra=extra, snapshots=snapshot_commands(STEPS, "id fx fy fz", GLOBALS)))
+        data=data_file(datadir, system), model=model_path, keywords=keywords.format(kernels=args.kernels),
+        device=device,
+        extra=extra, units=settings["units"], elements=settings["elements"],
+        neighbor=settings["neighbor"], timestep=settings["timestep"],
+        snapshots=snapshot_commands(STEPS, "id fx fy fz", GLOBALS)))
     return {str(step): {"globals": np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1).tolist(),
                         "forces": np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2).tolist()}
             for step in STEPS}
@@ -127,63 +170,98 @@ def gpu_device():
         return None
 
 
-def time_step(args, workdir, name, model, cells, steps, device, threads):
+def time_step(args, workdir, datadir, timing, steps, device, threads):
+    """(seconds per step, atoms) of one timed system on `device`."""
+    name, system, make, replicate, model, _, _ = timing
+    settings = SYSTEMS[system]
+    if make is None:
+        make = (f"units {settings['units']}\natom_style atomic\nread_data {data_file(datadir, system)}\n"
+                f"replicate {replicate} {replicate} {replicate}\n")
     rundir = tempfile.mkdtemp(prefix=f"time.{name}.{device}.", dir=workdir)
     output = run_lammps(args, 1, rundir, TIMING_INPUT.format(
-        system=melt_commands(cells, 1.5), model=os.path.join(os.path.abspath(args.models), model),
-        device=device, threads=f" threads {threads}" if threads else "", steps=steps), timeout=1800)
-    return seconds_per_step(output)
+        system=make, model=os.path.join(os.path.abspath(args.models), model), device=device,
+        threads=f" threads {threads}" if threads else "", steps=steps, elements=settings["elements"],
+        neighbor=settings["neighbor"], timestep=settings["timestep"]), timeout=900)
+    return seconds_per_step(output), int(re.findall(r"Loop time of .* steps with (\d+) atoms", output)[-1])
+
+
+def write_results(results, out):
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(f"# GPU check on {results['host']}: device {results['device']}, {results['torch']}\n\n"
+                "| case | device | ranks | worst relative difference | ok |\n|---|---|---|---|---|\n")
+        for p in results["parity"]:
+            worst = f"{p['worst_relative']:.3g}" if "worst_relative" in p else p["error"].splitlines()[0][:120]
+            f.write(f"| {p['case']} | {p['device']} | {p['ranks']} | {worst} | {p['ok']} |\n")
+        f.write("\n| system | atoms | steps | cpu ms/step (threads) | device ms/step | cpu/device |\n"
+                "|---|---|---|---|---|---|\n")
+        for t in results["timings"]:
+            cpu, gpu = t.get("cpu_seconds_per_step"), t.get("device_seconds_per_step")
+            f.write(f"| {t['system']} | {t.get('atoms', '')} | {t['steps']} | "
+                    + (f"{1e3 * cpu:.2f} ({t['cpu_threads']})" if cpu else t.get("error", "not run")[:80]) + " | "
+                    + (f"{1e3 * gpu:.2f}" if gpu else "") + " | "
+                    + (f"{cpu / gpu:.2f}x" if cpu and gpu else "") + " |\n")
 
 
 def check(args):
+    started = time.monotonic()
+
+    def time_left():
+        return args.seconds <= 0 or time.monotonic() - started < args.seconds
+
     with open(args.reference) as f:
         reference = json.load(f)
     device = gpu_device()
     tested = device or "cpu"
+    import torch
     results = {"host": platform.node(), "device": device or "none (cpu only)", "tolerance": TOLERANCE,
-               "parity": [], "timings": []}
+               "torch": f"torch {torch.__version__}", "parity": [], "timings": []}
     if device:
-        import torch
         results["gpu"] = torch.cuda.get_device_name(0)
     os.makedirs(args.out, exist_ok=True)
     failed = False
+    datadir = os.path.dirname(os.path.abspath(args.reference))
     with tempfile.TemporaryDirectory(prefix="nvalchemi-gpu-check-") as workdir:
-        data = os.path.join(os.path.dirname(os.path.abspath(args.reference)), "system.data")
+        # every case on 1 rank first, so that a run cut short by --seconds has seen each of them
         runs = [(tested, n) for n in ((1, 2, 4) if args.mpirun else (1,))]
         if device:
             runs.append(("cpu", 1))
-        for case in CASES:
-            for run_device, nranks in runs:
-                worst = worst_difference(parity_run(args, workdir, data, case, run_device, nranks),
-                                         reference[case])
-                ok = worst <= TOLERANCE
-                failed = failed or not ok
-                results["parity"].append({"case": case, "device": run_device, "ranks": nranks,
-                                          "worst_relative": worst, "ok": ok})
-                print(f"{'ok' if ok else 'FAIL':4s} {case} device {run_device} np{nranks}: {worst:.3g}", flush=True)
+        for run_device, nranks in runs:
+            for case, (_, model, _, _, twin) in CASES.items():
+                if model.endswith(".pt2") and run_device != tested:
+                    continue  # compiled for the tested device; the suite checks .pt2 on the CPU
+                entry = {"case": case, "device": run_device, "ranks": nranks, "ok": False}
+                if not time_left():
+                    entry["error"] = "not run: out of time"
+                else:
+                    try:
+                        entry["worst_relative"] = worst_difference(
+                            parity_run(args, workdir, datadir, case, run_device, nranks), reference[twin or case])
+                        entry["ok"] = entry["worst_relative"] <= TOLERANCE
+                    except RunFailed as e:
+                        entry["error"] = str(e)
+                failed = failed or not entry["ok"]
+                results["parity"].append(entry)
+                print(f"{'ok' if entry['ok'] else 'FAIL':4s} {case} device {run_device} np{nranks}: "
+                      + (f"{entry['worst_relative']:.3g}" if "worst_relative" in entry else entry["error"]),
+                      flush=True)
+                write_results(results, args.out)
         threads = args.cpu_threads or os.cpu_count()
-        for name, model, cells, steps in TIMINGS:
-            steps = max(2, steps // args.timing_divisor)
-            cpu = time_step(args, workdir, name, model, cells, steps, "cpu", threads)
-            entry = {"system": name, "atoms": 4 * cells ** 3, "steps": steps, "cpu_threads": threads,
-                     "cpu_seconds_per_step": cpu}
-            if device:
-                gpu = time_step(args, workdir, name, model, cells, steps, device, 0)
-                entry.update(gpu_seconds_per_step=gpu, gpu_speedup=cpu / gpu)
+        for timing in TIMINGS:
+            name, model, steps, with_cpu = timing[0], timing[4], max(2, timing[5] // args.timing_divisor), timing[6]
+            entry = {"system": name, "model": model, "steps": steps, "cpu_threads": threads}
+            try:
+                for run_device, key, n in (("cpu", "cpu_seconds_per_step", threads),
+                                           (device, "device_seconds_per_step", 0)):
+                    if run_device and (with_cpu or run_device == tested) and time_left():
+                        entry[key], entry["atoms"] = time_step(args, workdir, datadir, timing, steps,
+                                                               run_device, n)
+            except RunFailed as e:
+                entry["error"] = str(e)
             results["timings"].append(entry)
-            print(json.dumps(entry), flush=True)
-    with open(os.path.join(args.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(args.out, "results.md"), "w") as f:
-        f.write(f"# GPU check on {results['host']}: device {results['device']}\n\n"
-                "| case | device | ranks | worst relative difference | ok |\n|---|---|---|---|---|\n")
-        for p in results["parity"]:
-            f.write(f"| {p['case']} | {p['device']} | {p['ranks']} | {p['worst_relative']:.3g} | {p['ok']} |\n")
-        f.write("\n| system | atoms | cpu ms/step (threads) | device ms/step | speed-up |\n|---|---|---|---|---|\n")
-        for t in results["timings"]:
-            gpu = t.get("gpu_seconds_per_step")
-            f.write(f"| {t['system']} | {t['atoms']} | {1e3 * t['cpu_seconds_per_step']:.2f} ({t['cpu_threads']}) | "
-                    + (f"{1e3 * gpu:.2f} | {t['gpu_speedup']:.2f}x |\n" if gpu else "no GPU | |\n"))
+            print(json.dumps({k: v for k, v in entry.items() if k != "error"}), entry.get("error", ""), flush=True)
+            write_results(results, args.out)
     return 1 if failed else 0
 
 
@@ -191,17 +269,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("reference", "check"))
     parser.add_argument("--lmp", required=True)
-    parser.add_argument("--mpirun", default="", help="launcher for 2-rank runs (none: 1 rank only)")
-    parser.add_argument("--models", required=True, help="folder with lj_ar.pt, schnet_layerwise.pt, schnet_deep.pt")
+    parser.add_argument("--mpirun", default="", help="launcher for runs on several ranks (none: 1 rank only)")
+    parser.add_argument("--models", required=True, help="folder with the models CASES and TIMINGS name")
     parser.add_argument("--reference", help="reference.json (check)")
+    parser.add_argument("--kernels", default="", help="the operator library nvalchemi_kernels.so (check)")
     parser.add_argument("--out", required=True, help="reference.json (reference) or a results folder (check)")
     parser.add_argument("--cpu-threads", type=int, default=0, help="LibTorch threads of the timed CPU runs")
     parser.add_argument("--timing-divisor", type=int, default=1, help="divide the timed steps (a quick CPU trial)")
+    parser.add_argument("--seconds", type=float, default=0, help="start no run after this many seconds (0: no limit)")
     args = parser.parse_args()
     if args.mode == "reference":
+        folder = os.path.dirname(os.path.abspath(args.out))
+        make_systems(args, folder)
         with tempfile.TemporaryDirectory(prefix="nvalchemi-gpu-reference-") as workdir:
-            data = make_system(args, os.path.dirname(os.path.abspath(args.out)))
-            reference = {case: parity_run(args, workdir, data, case, "cpu", 1) for case in CASES}
+            reference = {case: parity_run(args, workdir, folder, case, "cpu", 1)
+                         for case, (*_, twin) in CASES.items() if twin is None}
         with open(args.out, "w") as f:
             json.dump(reference, f)
         print(f"wrote {args.out}")

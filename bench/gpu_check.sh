@@ -6,13 +6,17 @@
 #                                  the reference models and their values from this CPU build)
 #   bench/gpu_check.sh run [OUT]   on the machine to check (python3 with torch, cmake, a C++
 #                                  compiler; no network): builds LAMMPS with the package against
-#                                  that python's LibTorch, runs the parity cases on its GPU (on
-#                                  its CPU where it has none) against the reference on 1 and 2
-#                                  ranks, times CPU against GPU, and writes results.{json,md}
-#                                  and the logs to OUT (default: $OUT, else build/gpu-check/out);
-#                                  PYTHON names the python (default python3), GPU_CHECK_WORK the
-#                                  build folder (default /tmp/nvalchemi-gpu-check),
-#                                  GPU_CHECK_MPICH=1 uses the wheel's MPICH even where there is an MPI
+#                                  that python's LibTorch while it compiles the SchNet-style
+#                                  models into AOTInductor packages and the operator library
+#                                  (kernels/, with its CUDA kernels) for its GPU, runs the parity
+#                                  cases on its GPU (on its CPU where it has none) against the
+#                                  reference on 1, 2 and 4 ranks, times CPU against GPU, and
+#                                  writes results.{json,md} and the logs to OUT (default: $OUT,
+#                                  else build/gpu-check/out); PYTHON names the python (default
+#                                  python3), GPU_CHECK_WORK the build folder (default
+#                                  /tmp/nvalchemi-gpu-check), GPU_CHECK_MPICH=1 uses the wheel's
+#                                  MPICH even where there is an MPI, GPU_CHECK_SECONDS the time
+#                                  after which no new run starts (default: no limit)
 #
 # build/gpu-check/ is about 20 MB: small enough to travel with the working tree.
 set -euo pipefail
@@ -38,7 +42,8 @@ prepare() {
   fi
   echo "$MPICH_SHA256  $BUNDLE/$MPICH_WHEEL" | sha256sum -c --quiet ||
     { echo "gpu_check.sh prepare: $MPICH_WHEEL does not have the pinned checksum" >&2; exit 1; }
-  cp "$models"/lj_ar.pt "$models"/schnet_layerwise.pt "$models"/schnet_deep.pt "$BUNDLE/models/"
+  cp "$models"/lj_ar.pt "$models"/lj_ar_fused.pt "$models"/schnet_layerwise.pt "$models"/schnet_deep.pt \
+     "$ROOT"/potentials/mace_ho_tiny.pt "$BUNDLE/models/"
   # zlib's headers, for a machine that has its library but not its development files
   mkdir -p "$BUNDLE/zlib" && cp /usr/include/zlib.h /usr/include/zconf.h "$BUNDLE/zlib/"
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$python" "$ROOT/bench/gpu_check.py" reference \
@@ -86,6 +91,21 @@ run() {
   if ! echo '#include <zlib.h>' | c++ -E -x c++ - > /dev/null 2>&1; then
     zlib=(-DZLIB_INCLUDE_DIR="$BUNDLE/zlib" -DZLIB_LIBRARY="$(ldconfig -p | awk '/libz\.so\.1 /{print $NF; exit}')")
   fi
+  # the AOTInductor packages are compiled for this machine's device, beside the LAMMPS build
+  local models=$work/models device
+  device=$("$python" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
+  mkdir -p "$models" && cp "$BUNDLE"/models/*.pt "$models/"
+  PYTHONPATH=$ROOT/python:$ROOT/models "$python" "$ROOT/models/schnet.py" "$models" .pt2 "$device" \
+    > "$out/aoti.log" 2>&1 &
+  local aoti=$!
+  # the operator library, with its CUDA kernels where there is a GPU (built as make cuda-check does)
+  local cuda_kernels=off
+  [[ $device == cuda ]] && cuda_kernels=on
+  { cmake -S "$ROOT/cmake/plugin" -B "$work/kernels" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DLAMMPS_SOURCE_DIR="$work/lammps/src" -DNVALCHEMI_PYTHON="$(command -v "$python")" \
+      -DNVALCHEMI_CUDA_KERNELS=$cuda_kernels &&
+    cmake --build "$work/kernels" -j 4 --target nvalchemi_kernels; } > "$out/kernels.log" 2>&1 &
+  local kernels=$!
   local start=$SECONDS
   cmake -S "$work/lammps/cmake" -B "$work/build" "${generator[@]}" "${zlib[@]}" \
     "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on -DBUILD_OMP=off \
@@ -93,19 +113,26 @@ run() {
     -DNVALCHEMI_PYTHON="$(command -v "$python")" > "$out/configure.log"
   cmake --build "$work/build" -j "$jobs" > "$out/build.log" || { tail -50 "$out/build.log"; exit 1; }
   echo "== LAMMPS built in $((SECONDS - start)) s"
+  wait $aoti && echo "== AOTInductor packages for $device compiled in $((SECONDS - start)) s" ||
+    { tail -20 "$out/aoti.log"; echo "== AOTInductor packages not compiled: their cases fail"; }
+  wait $kernels && echo "== operator library (CUDA kernels: $cuda_kernels) built in $((SECONDS - start)) s" ||
+    { tail -20 "$out/kernels.log"; echo "== operator library not built: its case fails"; }
 
-  # the reference models were written by the development machine's torch; where this torch
-  # cannot read them, stop rather than compare other weights
-  PYTHONPATH=$ROOT/python "$python" -c "import sys, torch, nvalchemi_lammps.ops
-[torch.jit.load(f) for f in sys.argv[1:]]" "$BUNDLE"/models/*.pt ||
-    { echo "gpu_check.sh: this torch cannot load the reference models" >&2; exit 1; }
-
+  # the reference models were written by the development machine's torch; a case whose model
+  # this torch cannot read fails with LibTorch's message (the others go on)
+  local seconds=0
+  if [[ -n ${GPU_CHECK_SECONDS:-} ]]; then
+    seconds=$((GPU_CHECK_SECONDS - SECONDS))
+    ((seconds > 0)) || seconds=1
+  fi
   "$python" "$ROOT/bench/gpu_check.py" check --lmp "$work/build/lmp" --mpirun "$mpirun" \
-    --models "$BUNDLE/models" --reference "$BUNDLE/reference.json" --out "$out" ${GPU_CHECK_ARGS:-}
+    --models "$models" --reference "$BUNDLE/reference.json" --out "$out" --seconds "$seconds" \
+    --kernels "$work/kernels/nvalchemi_kernels.so" \
+    ${GPU_CHECK_ARGS:-}
 }
 
 case ${1:-} in
   prepare) prepare ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

@@ -8,8 +8,9 @@ cutoff), float64, with fixed pseudo-random weights, built twice from the same we
 Both compute all geometry from edge_vectors, so `reference()` below evaluates either on a whole
 periodic cell in one process, with explicit periodic images: the plain-PyTorch oracle.
 
-    python models/schnet.py <output dir> [.pt2]   # writes schnet_layerwise.pt, schnet_deep.pt
-                                                      # (or their AOTInductor .pt2 builds)
+    python models/schnet.py <output dir> [.pt2 [cuda]]   # writes schnet_layerwise.pt, schnet_deep.pt
+                                                      # (or their AOTInductor .pt2 builds, compiled
+                                                      # for this machine's CPU or, with cuda, its GPU)
 """
 
 import math
@@ -43,7 +44,8 @@ class SchNet(torch.nn.Module):
                                       / math.sqrt(fan_in))
 
         self.embedding = weight(119, FEATURES, fan_in=1)
-        self.centers = torch.linspace(0.8, CUTOFF, BASIS, dtype=torch.float64)
+        # a buffer, so that it moves with the module (an AOTInductor build for a GPU)
+        self.register_buffer("centers", torch.linspace(0.8, CUTOFF, BASIS, dtype=torch.float64))
         self.filter1 = weight(layers, BASIS, FEATURES, fan_in=BASIS)
         self.filter2 = weight(layers, FEATURES, FEATURES, fan_in=FEATURES)
         self.update = weight(layers, FEATURES, FEATURES, fan_in=FEATURES)
@@ -69,7 +71,7 @@ class SchNet(torch.nn.Module):
         return {"atomic_energies": atomic_energies}
 
 
-def build(outdir: str, extension: str = ".pt") -> None:
+def build(outdir: str, extension: str = ".pt", device: str = "cpu") -> None:
     os.makedirs(outdir, exist_ok=True)
     for name, layerwise, spec in (
             ("schnet_layerwise", True, {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS,
@@ -77,7 +79,7 @@ def build(outdir: str, extension: str = ".pt") -> None:
             ("schnet_deep", False, {"preset": "SPEC_MPNN_HALO", "halo": "deep",
                                        "num_message_passing_layers": LAYERS})):
         save_model(SchNet(layerwise), os.path.join(outdir, name + extension), cutoff=CUTOFF, species=SPECIES,
-                   units="lj", spec=spec)
+                   units="lj", spec=spec, device=device)
 
 
 def reference(model: torch.nn.Module, positions, atomic_numbers, cell):
@@ -87,4 +89,4 @@ def reference(model: torch.nn.Module, positions, atomic_numbers, cell):
 
 
 if __name__ == "__main__":
-    build(*sys.argv[1:3])
+    build(*sys.argv[1:4])
