@@ -229,6 +229,8 @@ def check(args):
             runs.append(("cpu", 1))
         for run_device, nranks in runs:
             for case, (_, model, _, _, twin) in CASES.items():
+                if args.cases and case not in args.cases.split(","):
+                    continue
                 if model.endswith(".pt2") and run_device != tested:
                     continue  # compiled for the tested device; the suite checks .pt2 on the CPU
                 entry = {"case": case, "device": run_device, "ranks": nranks, "ok": False}
@@ -276,6 +278,7 @@ def main():
     parser.add_argument("--out", required=True, help="reference.json (reference) or a results folder (check)")
     parser.add_argument("--cpu-threads", type=int, default=0, help="LibTorch threads of the timed CPU runs")
     parser.add_argument("--timing-divisor", type=int, default=1, help="divide the timed steps (a quick CPU trial)")
+    parser.add_argument("--cases", default="", help="the parity cases to run, comma-separated (default: all)")
     parser.add_argument("--seconds", type=float, default=0, help="start no run after this many seconds (0: no limit)")
     args = parser.parse_args()
     if args.mode == "reference":

@@ -95,8 +95,22 @@ run() {
   local models=$work/models device
   device=$("$python" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
   mkdir -p "$models" && cp "$BUNDLE"/models/*.pt "$models/"
-  PYTHONPATH=$ROOT/python:$ROOT/models "$python" "$ROOT/models/schnet.py" "$models" .pt2 "$device" \
-    > "$out/aoti.log" 2>&1 &
+  # (one process per package; a crash prints its Python stack). On the first GPU run (torch
+  # 2.11.0+cu130) the export's own check crashed (signal 11) in torch's Python loader of the CUDA
+  # package it had just written, while LAMMPS ran that package: each package is also loaded alone
+  # there, with the default device index and with 0, to tell where the crash comes from
+  { for halo in layerwise deep; do
+      PYTHONPATH=$ROOT/python:$ROOT/models "$python" -X faulthandler "$ROOT/models/schnet.py" "$models" \
+        .pt2 "$device" $halo || echo "schnet_$halo.pt2: exit $?"
+    done
+    for package in "$models"/*.pt2; do
+      for index in -1 0; do
+        "$python" -X faulthandler -c "import sys, torch
+torch._inductor.aoti_load_package(sys.argv[1], device_index=int(sys.argv[2]))" "$package" $index &&
+          echo "${package##*/} loads in Python (device_index $index)" ||
+          echo "${package##*/} in Python (device_index $index): exit $?"
+      done
+    done; } > "$out/aoti.log" 2>&1 &
   local aoti=$!
   # the operator library, with its CUDA kernels where there is a GPU (built as make cuda-check does)
   local cuda_kernels=off
@@ -113,8 +127,9 @@ run() {
     -DNVALCHEMI_PYTHON="$(command -v "$python")" > "$out/configure.log"
   cmake --build "$work/build" -j "$jobs" > "$out/build.log" || { tail -50 "$out/build.log"; exit 1; }
   echo "== LAMMPS built in $((SECONDS - start)) s"
-  wait $aoti && echo "== AOTInductor packages for $device compiled in $((SECONDS - start)) s" ||
-    { tail -20 "$out/aoti.log"; echo "== AOTInductor packages not compiled: their cases fail"; }
+  wait $aoti
+  echo "== AOTInductor packages for $device compiled in $((SECONDS - start)) s:" \
+    "$(cd "$models" && echo *.pt2)"; grep -A12 "exit\|Fatal\|loads in" "$out/aoti.log" || true
   wait $kernels && echo "== operator library (CUDA kernels: $cuda_kernels) built in $((SECONDS - start)) s" ||
     { tail -20 "$out/kernels.log"; echo "== operator library not built: its case fails"; }
 

@@ -8,9 +8,9 @@ cutoff), float64, with fixed pseudo-random weights, built twice from the same we
 Both compute all geometry from edge_vectors, so `reference()` below evaluates either on a whole
 periodic cell in one process, with explicit periodic images: the plain-PyTorch oracle.
 
-    python models/schnet.py <output dir> [.pt2 [cuda]]   # writes schnet_layerwise.pt, schnet_deep.pt
-                                                      # (or their AOTInductor .pt2 builds, compiled
-                                                      # for this machine's CPU or, with cuda, its GPU)
+    python models/schnet.py <output dir> [.pt2 [cpu|cuda [layerwise|deep]]]
+        writes schnet_layerwise.pt and schnet_deep.pt (or their AOTInductor .pt2 builds, compiled
+        for this machine's CPU or its GPU), or the one named
 """
 
 import math
@@ -71,13 +71,15 @@ class SchNet(torch.nn.Module):
         return {"atomic_energies": atomic_energies}
 
 
-def build(outdir: str, extension: str = ".pt", device: str = "cpu") -> None:
+def build(outdir: str, extension: str = ".pt", device: str = "cpu", only: str = "") -> None:
     os.makedirs(outdir, exist_ok=True)
     for name, layerwise, spec in (
             ("schnet_layerwise", True, {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS,
                                            "exchange_feature_width": FEATURES}),
             ("schnet_deep", False, {"preset": "SPEC_MPNN_HALO", "halo": "deep",
                                        "num_message_passing_layers": LAYERS})):
+        if only and name != "schnet_" + only:
+            continue
         save_model(SchNet(layerwise), os.path.join(outdir, name + extension), cutoff=CUTOFF, species=SPECIES,
                    units="lj", spec=spec, device=device)
 
@@ -89,4 +91,4 @@ def reference(model: torch.nn.Module, positions, atomic_numbers, cell):
 
 
 if __name__ == "__main__":
-    build(*sys.argv[1:4])
+    build(*sys.argv[1:5])
