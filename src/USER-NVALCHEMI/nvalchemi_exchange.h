@@ -64,8 +64,9 @@ namespace NVAlchemi {
   };
 
   // Rows are the model's atom rows: owned rows [0, num_owned()), then ghost rows up to
-  // num_rows(). All data is row-major with `width` values per row, in double precision, in the
-  // memory of rows_device().
+  // num_rows(). All data is row-major with `width` 8-byte words per row in the memory of
+  // rows_device(): double values where rows are summed, and for refresh, which only copies
+  // (and must never compute with them), the bytes of a row of any dtype packed into words.
   // Every call is collective: all ranks make the same calls in the same order, which agree()
   // checks before each one, so that a model whose calls depend on a rank's data stops with an
   // error on every rank instead of leaving some waiting for a call that never comes.
@@ -114,7 +115,7 @@ namespace NVAlchemi {
   class MeasuredExchanger : public Exchanger {
    public:
     double seconds = 0.0;    // wall time spent in the exchange calls, accumulated
-    int widest = 0;          // most values per row moved by one call, accumulated
+    int widest = 0;          // most 8-byte words per row moved by one call, accumulated
     int refreshes = 0;       // calls of refresh(), accumulated
 
    protected:

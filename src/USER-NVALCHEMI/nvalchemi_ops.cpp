@@ -13,6 +13,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/script.h>
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -36,8 +37,8 @@ namespace NVAlchemi {
     }
 
     // `x` as a contiguous double buffer of its own on `where` (a copy on x's device when that
-    // is where): what the communication reads and writes. Rows go where the exchanger packs
-    // them, sums over ranks (a few values) through the host.
+    // is where): what the communication reads and writes when it sums rows. Rows go where the
+    // exchanger packs them, sums over ranks (a few values) through the host.
     torch::Tensor exchange_buffer(const torch::Tensor &x, const Device &where)
     {
       return x.detach()
@@ -48,10 +49,9 @@ namespace NVAlchemi {
     torch::Tensor like(const torch::Tensor &buffer, const torch::Tensor &x)
     { return buffer.to(x.device(), x.scalar_type()); }
 
-    // `x` [rows, ...] as a double buffer of `width` values per row (`rows` [rows, width] on the
-    // exchanger's device), transformed by `fn(ex, rows)` once every rank has come to the same
-    // call, back where x lives in x's dtype
-    template <typename F> torch::Tensor on_rows(const torch::Tensor &x, ExchangeCall call, F &&fn)
+    // The exchanger every rank has come to with `call` for `x` [rows, ...]: one row per atom
+    // row, and the ranks agreed; `width` is set to x's values per row.
+    Exchanger &rows_exchanger(const torch::Tensor &x, ExchangeCall call, int64_t &width)
     {
       Exchanger &ex = exchanger(to_string(call));
       if (x.dim() < 1 || x.size(0) != ex.num_rows())
@@ -59,9 +59,19 @@ namespace NVAlchemi {
                                  " expects one row per atom (" + std::to_string(ex.num_rows()) +
                                  "), got a tensor of " + std::to_string(x.dim() ? x.size(0) : 0) +
                                  " rows");
-      int64_t width = 1;
+      width = 1;
       for (int64_t d = 1; d < x.dim(); ++d) width *= x.size(d);
       ex.agree(call, width);
+      return ex;
+    }
+
+    // `x` [rows, ...] as a double buffer of `width` values per row (`rows` [rows, width] on the
+    // exchanger's device), transformed by `fn(ex, rows)` once every rank has come to the same
+    // call, back where x lives in x's dtype: for what sums rows, in float64 whatever x's dtype
+    template <typename F> torch::Tensor on_rows(const torch::Tensor &x, ExchangeCall call, F &&fn)
+    {
+      int64_t width = 0;
+      Exchanger &ex = rows_exchanger(x, call, width);
       auto rows = exchange_buffer(x, ex.rows_device()).view({x.size(0), width});
       fn(ex, rows);
       return like(rows.view(x.sizes()), x);
@@ -77,13 +87,35 @@ namespace NVAlchemi {
       rows.narrow(0, ex.num_owned(), ex.num_rows() - ex.num_owned()).zero_();
     }
 
+    // A refresh only copies rows, so they move as their bytes in x's own dtype: each row's
+    // elements, zero-padded to whole 8-byte words, in a buffer of its own on `where` viewed as
+    // doubles [rows, words] (a float32 row of 16 features moves as 8 words, an int64 value
+    // exactly). The exchangers' refresh copies words and never computes with them.
+    torch::Tensor as_words(const torch::Tensor &x, int64_t width, const Device &where)
+    {
+      auto values = x.detach().reshape({x.size(0), width});
+      const int64_t per_word = std::max<int64_t>(1, 8 / values.element_size());
+      const int64_t padded = (width + per_word - 1) / per_word * per_word;
+      auto words = torch::zeros({x.size(0), padded}, values.options().device(torch_device(where)));
+      words.narrow(1, 0, width).copy_(values);
+      return words.view(torch::kFloat64);
+    }
+    // the words back as x: its dtype, shape and device
+    torch::Tensor from_words(const torch::Tensor &words, const torch::Tensor &x, int64_t width)
+    {
+      return words.view(x.scalar_type()).narrow(1, 0, width).reshape(x.sizes()).to(x.device());
+    }
+
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
-    // to its owner: ghost-row gradients are summed into the owners, ghost rows get none.
+    // to its owner: ghost-row gradients are summed into the owners (in float64), ghost rows get
+    // none.
     torch::Tensor refresh_rows(const torch::Tensor &x)
     {
-      return on_rows(x, ExchangeCall::REFRESH_NEIGHBORS, [](Exchanger &ex, torch::Tensor &rows) {
-        ex.refresh(row_values(rows), row_width(rows));
-      });
+      int64_t width = 0;
+      Exchanger &ex = rows_exchanger(x, ExchangeCall::REFRESH_NEIGHBORS, width);
+      auto words = as_words(x, width, ex.rows_device());
+      ex.refresh(row_values(words), row_width(words));
+      return from_words(words, x, width);
     }
     torch::Tensor refresh_rows_adjoint(const torch::Tensor &grad)
     { return on_rows(grad, ExchangeCall::REFRESH_NEIGHBORS_BACKWARD, owners_take_ghost_gradients); }

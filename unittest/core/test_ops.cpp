@@ -10,6 +10,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 using namespace LAMMPS_NS::NVAlchemi;
 
 namespace {
@@ -22,6 +24,7 @@ class FoldedExchange : public Exchanger {
   int64_t num_owned() const override { return 2; }
   void refresh(double *rows, int width) override
   {
+    refresh_widths.push_back(width);
     for (int c = 0; c < width; ++c) {
       rows[2 * width + c] = rows[c];
       rows[3 * width + c] = rows[width + c];
@@ -43,6 +46,7 @@ class FoldedExchange : public Exchanger {
   { same_on_every_rank(values, lowest, highest, n); }
   bool owned_rows_complete() const override { return complete; }
   bool complete;
+  std::vector<int> refresh_widths;    // the width of each refresh, in 8-byte words
 };
 
 // torch.ops.nvalchemi.<op>, registered as a model load would
@@ -90,6 +94,35 @@ TEST(ExchangeOps, RefreshCopiesOwnersAndGivesGhostGradientsToThem)
         torch::tensor({{-2.5, 0.5}, {6.0, -0.25}, {0.0, 0.0}, {0.0, 0.0}}, torch::kFloat64)));
     EXPECT_DOUBLE_EQ((y * V).sum().item<double>(), (X * adjoint).sum().item<double>());
   }
+}
+
+// A refresh moves rows in the tensor's own dtype, as whole 8-byte words of its bytes: a float32
+// row of 3 values in 2 words, an int64 beyond double's 2^53 exactly; the backward pass sums
+// ghost-row gradients into owners, in float64, and hands them back in the tensor's dtype.
+TEST(ExchangeOps, RefreshMovesRowsInTheirOwnDtype)
+{
+  FoldedExchange ex(false);
+  ExchangeScope scope(&ex);
+  const auto third = torch::tensor({{1.0f / 3, 2.0f, -7.5f}, {1e-30f, 3.0f, 4.0f},
+                                    {0.0f, 0.0f, 0.0f}, {9.0f, 9.0f, 9.0f}});
+  auto [y, adjoint] = forward_and_adjoint("refresh_neighbors", third, torch::ones_like(third));
+  EXPECT_EQ(y.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(y.narrow(0, 2, 2), third.narrow(0, 0, 2)));
+  EXPECT_TRUE(torch::equal(y.narrow(0, 0, 2), third.narrow(0, 0, 2)));
+  EXPECT_EQ(adjoint.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(adjoint, torch::tensor({{2.0f, 2.0f, 2.0f}, {2.0f, 2.0f, 2.0f},
+                                                   {0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f}})));
+
+  const int64_t big = (int64_t(1) << 53) + 1;    // not a double
+  const int64_t none = 0;
+  const auto ids = torch::tensor({big, -big, none, none}, torch::kInt64);
+  EXPECT_TRUE(torch::equal(call("refresh_neighbors", ids),
+                           torch::tensor({big, -big, big, -big}, torch::kInt64)));
+
+  EXPECT_TRUE(torch::equal(call("refresh_neighbors", X),
+                           torch::tensor({{1.0, 2.0}, {3.0, 4.0}, {1.0, 2.0}, {3.0, 4.0}},
+                                         torch::kFloat64)));
+  EXPECT_EQ(ex.refresh_widths, (std::vector<int>{2, 1, 2}));
 }
 
 TEST(ExchangeOps, ScatterSumsGhostPartialsUnlessOwnedRowsAreComplete)
