@@ -13,7 +13,8 @@
         is recorded with its error and the check goes on; with --seconds, runs that would start
         later are recorded as not run. Writes results.json and results.md after every run.
 
-Needs python3 with numpy and (for `check`) torch, only to ask whether a GPU is there.
+Needs python3 with numpy and (for `check`) torch, only to ask whether a GPU is there and which
+torch it is.
 Exits non-zero when a parity case fails or does not run.
 """
 
@@ -92,8 +93,9 @@ run 5
 run {steps}
 """
 
-# what is timed: name, system, the lines that make it (None: the system's data file replicated
-# `replicate` times per side), model, steps, whether it also runs on the CPU
+# what is timed: name, system, the lines that make it (None: the system's data file, replicated),
+# replications per side of that data file, model, steps, whether it also runs on the CPU (a .pt2
+# package is compiled for the checked device only)
 TIMINGS = (("lj_16k", "ar", melt_commands(16, 1.5), 1, "lj_ar.pt", 100, True),
            ("mpnn_3layer_4k", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt", 20, True),
            ("mpnn_3layer_4k_aoti", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt2", 20, False),
