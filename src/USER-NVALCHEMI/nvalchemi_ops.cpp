@@ -96,8 +96,9 @@ namespace NVAlchemi {
       auto values = x.detach().reshape({x.size(0), width});
       const int64_t per_word = std::max<int64_t>(1, 8 / values.element_size());
       const int64_t padded = (width + per_word - 1) / per_word * per_word;
-      auto words = torch::zeros({x.size(0), padded}, values.options().device(torch_device(where)));
+      auto words = torch::empty({x.size(0), padded}, values.options().device(torch_device(where)));
       words.narrow(1, 0, width).copy_(values);
+      if (padded > width) words.narrow(1, width, padded - width).zero_();
       return words.view(torch::kFloat64);
     }
     // the words back as x: its dtype, shape and device
