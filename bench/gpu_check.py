@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -93,13 +94,24 @@ run 5
 run {steps}
 """
 
-# what is timed: name, system, the lines that make it (None: the system's data file, replicated),
-# replications per side of that data file, model, steps, whether it also runs on the CPU (a .pt2
-# package is compiled for the checked device only)
-TIMINGS = (("lj_16k", "ar", melt_commands(16, 1.5), 1, "lj_ar.pt", 100, True),
-           ("mpnn_3layer_4k", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt", 20, True),
-           ("mpnn_3layer_4k_aoti", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt2", 20, False),
-           ("mace_3k", "ho", None, 4, "mace_ho_tiny.pt", 10, True))
+
+class Timing(NamedTuple):
+    """A timed system: `make` the lines that make it (None: the system's data file, replicated
+    `replicate` times per side); with_cpu: also timed on the CPU (a .pt2 package is compiled for
+    the checked device only)."""
+    name: str
+    system: str
+    make: Optional[str]
+    replicate: int
+    model: str
+    steps: int
+    with_cpu: bool
+
+
+TIMINGS = (Timing("lj_16k", "ar", melt_commands(16, 1.5), 1, "lj_ar.pt", 100, True),
+           Timing("mpnn_3layer_4k", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt", 20, True),
+           Timing("mpnn_3layer_4k_aoti", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt2", 20, False),
+           Timing("mace_3k", "ho", None, 4, "mace_ho_tiny.pt", 10, True))
 
 
 class RunFailed(Exception):
@@ -141,8 +153,7 @@ def parity_run(args, workdir, datadir, case, device, nranks):
     rundir = tempfile.mkdtemp(prefix=f"{case}.{device}.np{nranks}.", dir=workdir)
     run_lammps(args, nranks, rundir, PARITY_INPUT.format(
         data=data_file(datadir, system), model=model_path, keywords=keywords.format(kernels=args.kernels),
-        device=device,
-        extra=extra, units=settings["units"], elements=settings["elements"],
+        device=device, extra=extra, units=settings["units"], elements=settings["elements"],
         neighbor=settings["neighbor"], timestep=settings["timestep"],
         snapshots=snapshot_commands(STEPS, "id fx fy fz", GLOBALS)))
     return {str(step): {"globals": np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1).tolist(),
@@ -174,14 +185,14 @@ def gpu_device():
 
 def time_step(args, workdir, datadir, timing, steps, device, threads):
     """(seconds per step, atoms) of one timed system on `device`."""
-    name, system, make, replicate, model, _, _ = timing
-    settings = SYSTEMS[system]
+    settings = SYSTEMS[timing.system]
+    make, r = timing.make, timing.replicate
     if make is None:
-        make = (f"units {settings['units']}\natom_style atomic\nread_data {data_file(datadir, system)}\n"
-                f"replicate {replicate} {replicate} {replicate}\n")
-    rundir = tempfile.mkdtemp(prefix=f"time.{name}.{device}.", dir=workdir)
+        make = (f"units {settings['units']}\natom_style atomic\n"
+                f"read_data {data_file(datadir, timing.system)}\nreplicate {r} {r} {r}\n")
+    rundir = tempfile.mkdtemp(prefix=f"time.{timing.name}.{device}.", dir=workdir)
     output = run_lammps(args, 1, rundir, TIMING_INPUT.format(
-        system=make, model=os.path.join(os.path.abspath(args.models), model), device=device,
+        system=make, model=os.path.join(os.path.abspath(args.models), timing.model), device=device,
         threads=f" threads {threads}" if threads else "", steps=steps, elements=settings["elements"],
         neighbor=settings["neighbor"], timestep=settings["timestep"]), timeout=900)
     return seconds_per_step(output), int(re.findall(r"Loop time of .* steps with (\d+) atoms", output)[-1])
@@ -253,12 +264,12 @@ def check(args):
                 write_results(results, args.out)
         threads = args.cpu_threads or os.cpu_count()
         for timing in TIMINGS:
-            name, model, steps, with_cpu = timing[0], timing[4], max(2, timing[5] // args.timing_divisor), timing[6]
-            entry = {"system": name, "model": model, "steps": steps, "cpu_threads": threads}
+            steps = max(2, timing.steps // args.timing_divisor)
+            entry = {"system": timing.name, "model": timing.model, "steps": steps, "cpu_threads": threads}
             try:
                 for run_device, key, n in (("cpu", "cpu_seconds_per_step", threads),
                                            (device, "device_seconds_per_step", 0)):
-                    if run_device and (with_cpu or run_device == tested) and time_left():
+                    if run_device and (timing.with_cpu or run_device == tested) and time_left():
                         entry[key], entry["atoms"] = time_step(args, workdir, datadir, timing, steps,
                                                                run_device, n)
             except RunFailed as e:
