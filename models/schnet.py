@@ -22,6 +22,7 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
 from nvalchemi_lammps.periodic import node_energy_reference
 
 CUTOFF = 2.5
@@ -61,13 +62,17 @@ class SchNet(torch.nn.Module):
         envelope = envelope * envelope
         basis = torch.exp(-4.0 * (r.unsqueeze(1) - self.centers.unsqueeze(0)) ** 2) * envelope.unsqueeze(1)
         h = self.embedding[inputs["atomic_numbers"]]
+        rows = h.shape[0]
+        # layerwise: layers update owned rows only, ghost rows take their owners' features from
+        # the refresh before they are read (nvalchemi_lammps.owned_rows); deep: every row
+        updated = owned_count(inputs["n_owned"], rows) if self.layerwise else rows
         for layer in range(self.layers):
             if self.layerwise and layer > 0:
-                h = torch.ops.nvalchemi.refresh_neighbors(h)
+                h = with_ghost_rows(h, rows)
             w = torch.tanh(basis @ self.filter1[layer]) @ self.filter2[layer]
             messages = torch.zeros_like(h).index_add(0, receivers, h[senders] * w)
-            h = h + torch.tanh(messages @ self.update[layer])
-        atomic_energies = (h @ self.readout).squeeze(1)
+            h = owned_rows(h, updated) + torch.tanh(owned_rows(messages, updated) @ self.update[layer])
+        atomic_energies = per_row((h @ self.readout).squeeze(1), rows)
         return {"atomic_energies": atomic_energies}
 
 

@@ -1,0 +1,64 @@
+"""Work only on owned rows: what a model in halo mode layerwise (or gp) may skip on ghost rows,
+in one place for every exporter (mace_export, nequip_export) and the reference models.
+
+In halo modes layerwise and gp the graph has edges into owned rows only. So after a layer's
+messages are summed, only the owned rows hold complete sums; whatever a layer then computes
+node-wise on a ghost row (linear layers, products, gates, residual updates) is overwritten when
+the next layer refreshes the ghost rows from their owners (refresh_neighbors ignores the ghost
+rows it is given), and the ghost rows' energies are not counted. A layer may therefore update
+owned rows only:
+
+    h = node_features[all rows]                   # layer 0: every row computes its own (embedding)
+    for each layer:
+        if not the first: h = with_ghost_rows(h, rows)   # ghost rows take their owners' values
+        messages = sum over edges into owned rows   # senders may be ghost rows
+        h = update(owned_rows(h, n_owned), owned_rows(messages, n_owned))
+    energies = per_row(readout(h), rows)            # ghost rows: 0, never counted
+
+This is exact: every value an owned row's energy depends on is computed as before, and a ghost
+row is read only after a refresh. nvalchemi-check's split check catches a model that reads a
+ghost row before refreshing it. It is not valid in halo mode deep, where ghost rows receive
+messages of their own and are not refreshed.
+"""
+
+from typing import List
+
+import torch
+
+import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi.refresh_neighbors)
+
+
+def owned_count(n_owned: torch.Tensor, rows: int) -> int:
+    """How many rows a layer updates: the contract's n_owned input; every row while an
+    AOTInductor export traces the model (a trace would freeze int(n_owned), so a .pt2 program
+    updates ghost rows too: the same numbers, without the saving)."""
+    if not torch.jit.is_scripting() and _tracing():
+        return rows
+    return int(n_owned.item())
+
+
+@torch.jit.unused
+def _tracing() -> bool:
+    """Whether make_fx is tracing this call (export.save_aoti_model)."""
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+    return get_proxy_mode() is not None or torch.compiler.is_compiling()
+
+
+def owned_rows(x: torch.Tensor, n_owned: int) -> torch.Tensor:
+    """The first n_owned rows of x: this rank's atoms."""
+    return x.narrow(0, 0, n_owned)
+
+
+def with_ghost_rows(owned: torch.Tensor, rows: int) -> torch.Tensor:
+    """`owned` (the owned rows' values) extended to all `rows` rows, the ghost rows holding
+    their owners' values (one refresh_neighbors)."""
+    shape: List[int] = [rows - owned.shape[0]] + list(owned.shape[1:])
+    ghosts = torch.zeros(shape, dtype=owned.dtype, device=owned.device)
+    return torch.ops.nvalchemi.refresh_neighbors(torch.cat([owned, ghosts]))
+
+
+def per_row(owned: torch.Tensor, rows: int) -> torch.Tensor:
+    """A per-atom output of the owned rows extended to all `rows` rows with zeros (ghost rows'
+    energies are never counted)."""
+    shape: List[int] = [rows - owned.shape[0]] + list(owned.shape[1:])
+    return torch.cat([owned, torch.zeros(shape, dtype=owned.dtype, device=owned.device)])
