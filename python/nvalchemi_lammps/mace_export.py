@@ -12,11 +12,12 @@ How MACE is fitted to the contract:
   * geometry only from edge_vectors: MACE builds each vector as positions[receiver] -
     positions[sender] + shift, so the wrapper passes zero positions and shifts = edge_vectors;
     MACE's edge_index row 0 is the sender, as in the contract's neighbor_list;
-  * halo layerwise: every interaction block calls its handle_lammps(node_feats, ...) method
-    before the convolution (MACE's hook for LAMMPS' ML-IAP interface). The exported blocks
-    override it to call torch.ops.nvalchemi.refresh_neighbors on every layer but the first, so
-    ghost rows hold their owners' features when messages are formed. handle_lammps is private
-    to mace-torch, so the versions this override is known to be right for are pinned below;
+  * halo layerwise: the model runs in MACE's own LAMMPS mode (its hook for LAMMPS' ML-IAP
+    interface), kept on when scripted (mace_owned_rows): the blocks update owned rows only
+    (nvalchemi_lammps.owned_rows) and every block but the first calls its handle_lammps(
+    node_feats, ...) before the convolution, which the exported blocks override to extend the
+    owned rows' features to the ghost rows with torch.ops.nvalchemi.refresh_neighbors. Both are
+    private to mace-torch, so the versions this is known to be right for are pinned below;
   * halo deep: the blocks are left as they are and the ghost shell holds every layer's
     receptive field (cutoff x interactions);
   * every rank runs MACE on its rows plus one padding row without edges (MACE fails on zero
@@ -36,6 +37,7 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import override_method, require_release, save_scripted_model, species_index
+from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 # mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
 # layerwise override relies on (checked at export time as well)
@@ -64,22 +66,29 @@ def _import_mace():
 
 
 class _RefreshBeforeConvolution:
-    """handle_lammps for halo mode layerwise: ghost rows take their owners' features before
-    every convolution but the first (the first layer's features are species embeddings, exact
-    on ghosts already). The last row is the wrapper's padding row (MaceContractModel), no atom's:
+    """handle_lammps for halo mode layerwise: before every convolution but the first (whose
+    features are species embeddings, computed on every row), the owned rows' features are
+    extended to the ghost rows, which take their owners' values. lammps_natoms: (owned rows,
+    other rows), the last of which is the wrapper's padding row (MaceContractModel), no atom's:
     it is not exchanged."""
 
     def handle_lammps(self, node_feats: torch.Tensor, lammps_class: Optional[Any],
                       lammps_natoms: Tuple[int, int], first_layer: bool) -> torch.Tensor:
         if first_layer:
             return node_feats
-        rows = node_feats.shape[0] - 1
-        return torch.cat([torch.ops.nvalchemi.refresh_neighbors(node_feats[:rows]), node_feats[rows:]])
+        atoms = lammps_natoms[0] + lammps_natoms[1] - 1
+        return per_row(with_ghost_rows(node_feats[:min(lammps_natoms[0], atoms)], atoms), atoms + 1)
 
 
-def _exchange_between_layers(model: torch.nn.Module, interaction_base: type) -> int:
-    """Switch every interaction block of `model` to a subclass whose handle_lammps refreshes
-    ghost rows; returns the number of blocks switched."""
+def _update_owned_rows(model: torch.nn.Module, interaction_base: type) -> int:
+    """Switch `model` to MACE's LAMMPS mode on owned rows and every interaction block to a
+    subclass whose handle_lammps refreshes ghost rows; returns the number of blocks switched."""
+    from nvalchemi_lammps.mace_owned_rows import SUPPORTED_MODELS, owned_rows_forward
+    if not isinstance(model, SUPPORTED_MODELS):
+        raise SystemExit(f"mace_export: {type(model).__name__} is not a MACE energy model "
+                         f"({', '.join(c.__name__ for c in SUPPORTED_MODELS)} or a subclass); "
+                         "export with --halo deep")
+    override_method(model, owned_rows_forward(type(model)))
     blocks = [block for block in model.modules() if isinstance(block, interaction_base)]
     for block in blocks:
         override_method(block, _RefreshBeforeConvolution.handle_lammps)
@@ -89,12 +98,13 @@ def _exchange_between_layers(model: torch.nn.Module, interaction_base: type) -> 
 class MaceContractModel(torch.nn.Module):
     """A MACE model behind the contract's inputs and outputs."""
 
-    def __init__(self, model: torch.nn.Module, head: int):
+    def __init__(self, model: torch.nn.Module, head: int, owned_rows: bool):
         super().__init__()
         self.model = model
         self.register_buffer("species_index", species_index(model.atomic_numbers))
         self.num_elements = len(model.atomic_numbers)
         self.register_buffer("head", torch.tensor([head], dtype=torch.int64))
+        self.owned_rows = owned_rows
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         edge_vectors = inputs["edge_vectors"]
@@ -107,6 +117,11 @@ class MaceContractModel(torch.nn.Module):
                            torch.zeros(1, dtype=torch.int64, device=edge_vectors.device)])
         node_attrs = torch.nn.functional.one_hot(index, self.num_elements).to(edge_vectors.dtype)
         num_edges = edge_vectors.shape[0]
+        # rows the layers update (mace_owned_rows): the owned ones, or every row (halo deep); at
+        # least one, as MACE cannot run on zero rows: a rank without atoms updates a ghost's row
+        # or the padding row, which the refresh overwrites (refresh_neighbors ignores ghost rows)
+        owned = owned_count(inputs["n_owned"], n) if self.owned_rows else rows
+        updated = max(owned, 1)
         data: Dict[str, torch.Tensor] = {
             "positions": torch.zeros((rows, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             "node_attrs": node_attrs,
@@ -114,15 +129,17 @@ class MaceContractModel(torch.nn.Module):
             "shifts": edge_vectors,
             "unit_shifts": torch.zeros((num_edges, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             "cell": inputs["cell"],
-            "batch": torch.zeros(rows, dtype=torch.int64, device=edge_vectors.device),
+            "batch": torch.zeros(updated, dtype=torch.int64, device=edge_vectors.device),
             "ptr": torch.tensor([0, rows], dtype=torch.int64, device=edge_vectors.device),
             "head": self.head,
+            "vectors": edge_vectors,
+            "natoms": torch.tensor([updated, rows - updated], dtype=torch.int64, device=edge_vectors.device),
         }
         out = self.model(data, training=False, compute_force=False, compute_virials=False,
                          compute_stress=False, compute_displacement=False)
         energies = out["node_energy"]
         assert energies is not None
-        return {"atomic_energies": energies[:n].to(edge_vectors.dtype)}
+        return {"atomic_energies": per_row(energies[:owned], rows)[:n].to(edge_vectors.dtype)}
 
 
 def load_mace(path: str) -> torch.nn.Module:
@@ -155,11 +172,11 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     layers = int(model.num_interactions)
-    if halo == "layerwise" and _exchange_between_layers(model, interaction_base) != layers:
+    if halo == "layerwise" and _update_owned_rows(model, interaction_base) != layers:
         raise SystemExit("mace_export: the model's interaction blocks are not the ones its "
                          "num_interactions counts; export with --halo deep")
     # e3nn's modules must be compiled its way before the wrapper is scripted
-    scripted = torch.jit.script(jit.compile(MaceContractModel(model, heads.index(head))))
+    scripted = torch.jit.script(jit.compile(MaceContractModel(model, heads.index(head), halo == "layerwise")))
     spec: Dict = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers}
     if halo == "deep":
         spec["halo"] = "deep"

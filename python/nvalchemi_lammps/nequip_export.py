@@ -18,10 +18,14 @@ How the nequip framework is fitted to the contract:
     neighbour, the reverse of the contract (row 0 the sender, vector receiver - sender): the
     wrapper swaps the rows and negates the vectors, and hands nequip the ready-made vectors
     (geometry only from edge_vectors);
-  * NequIP (message passing) in halo mode layerwise: every interaction block but the first
-    calls its ghost-exchange module before the convolution (the framework's hook for LAMMPS'
-    ML-IAP interface); the exported blocks use one that calls
-    torch.ops.nvalchemi.refresh_neighbors on the node features. In halo mode deep the no-op
+  * NequIP (message passing) in halo mode layerwise: the model runs in the framework's mode for
+    LAMMPS' ML-IAP interface, in which the interaction blocks update the local rows only
+    (nvalchemi_lammps.owned_rows) and every block but the first calls its ghost-exchange module
+    before the convolution; the exported blocks read the owned row count from the data (under
+    the key that switches the mode on, which LAMMPS' ML-IAP uses for its data object) and use a
+    ghost-exchange module that extends the owned rows' features to the ghost rows with
+    torch.ops.nvalchemi.refresh_neighbors. An AOTInductor export updates every row (a trace
+    cannot slice by n_owned): the same numbers without the saving. In halo mode deep the no-op
     module stays and the ghost shell holds every layer's receptive field;
   * Allegro is strictly local (one cutoff, no exchange between atoms): halo mode local;
   * a rank with no atoms runs the model on zero rows, making the same exchange calls as every
@@ -39,6 +43,7 @@ import torch
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
     atomic_number, override_method, require_release, save_aoti_model, save_scripted_model, species_index)
+from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 
 # nequip releases whose ghost-exchange module (private to nequip) has the place and meaning the
@@ -60,22 +65,36 @@ def _import_nequip():
     return InteractionBlock
 
 
+# nequip's switch for its ML-IAP mode (AtomicDataDict.LMP_MLIAP_DATA_KEY) holds n_owned here; the
+# scripted methods below spell the key out (TorchScript reads no module-level strings)
+
+
 class _RefreshGhostRows:
-    """forward of nequip's ghost-exchange module for halo mode layerwise: ghost rows of the
-    node features take their owners' values."""
+    """forward of nequip's ghost-exchange module for halo mode layerwise: the node features of
+    the rows the block updated (the owned rows) extended to every row, ghost rows taking their
+    owners' values (with ghost_included, the ghost rows given are overwritten as well)."""
 
     def forward(self, data: Dict[str, torch.Tensor], ghost_included: bool) -> Dict[str, torch.Tensor]:
-        data[self.field] = torch.ops.nvalchemi.refresh_neighbors(data[self.field])
+        data[self.field] = with_ghost_rows(data[self.field], data["atom_types"].shape[0])
         return data
+
+
+class _OwnedRowCount:
+    """_get_mliap_num_local of nequip's interaction blocks: the rows a block updates, the
+    owned ones (nequip's own reads them from LAMMPS' ML-IAP data object, and is not scripted)."""
+
+    def _get_mliap_num_local(self, data: Dict[str, torch.Tensor]) -> int:
+        return int(data["lmp_mliap_data"])
 
 
 class NequipContractModel(torch.nn.Module):
     """A nequip-framework energy model behind the contract's inputs and outputs."""
 
-    def __init__(self, energy_model: torch.nn.Module, species: List[int]):
+    def __init__(self, energy_model: torch.nn.Module, species: List[int], owned_rows: bool):
         super().__init__()
         self.energy_model = energy_model
         self.register_buffer("type_index", species_index(species))
+        self.owned_rows = owned_rows
 
     def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
         edge_vectors = inputs["edge_vectors"]
@@ -89,8 +108,13 @@ class NequipContractModel(torch.nn.Module):
             "edge_vectors": -edge_vectors,
             "atom_types": self.type_index[inputs["atomic_numbers"]],
         }
+        # rows the layers update: the owned ones (nequip's ML-IAP mode), or every row
+        owned = owned_count(inputs["n_owned"], n) if self.owned_rows else n
+        if owned < n:
+            data["lmp_mliap_data"] = torch.tensor(owned, dtype=torch.int64)
         out = self.energy_model(data)
-        return {"atomic_energies": out["atomic_energy"].view(-1).to(edge_vectors.dtype)}
+        energies = out["atomic_energy"].view(-1)
+        return {"atomic_energies": per_row(energies[:owned], n).to(edge_vectors.dtype)}
 
 
 def energy_model_of(graph_model: torch.nn.Module) -> torch.nn.Module:
@@ -148,13 +172,19 @@ def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = 
     elif halo == "deep":
         spec = {"preset": "SPEC_MPNN_HALO", "halo": "deep", "num_message_passing_layers": layers}
     else:
+        if any(getattr(layer, "resnet", False) and getattr(getattr(layer, "conv", None), "is_first_layer", False)
+               for layer in energy_model.modules()):
+            raise SystemExit("nequip_export: the model's first layer adds its input to its output on every atom "
+                             "(a residual update), which the layerwise export cannot run: its interaction "
+                             "blocks update owned atoms only, as in nequip's ML-IAP mode; export with --halo deep")
         width = 0
         for block in blocks:
+            override_method(block, _OwnedRowCount._get_mliap_num_local)
             exchange = block.ghost_exchange
             override_method(exchange, _RefreshGhostRows.forward)
             width = max(width, exchange.irreps_in[exchange.field].dim)
         spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers, "exchange_feature_width": width}
-    wrapper = NequipContractModel(energy_model, numbers)
+    wrapper = NequipContractModel(energy_model, numbers, owned_rows=layers > 1 and halo == "layerwise")
     metadata_args = dict(cutoff=cutoff, species=numbers, units=units, dtype=dtype, spec=spec)
     if output.endswith(".pt2"):
         return save_aoti_model(wrapper, output, **metadata_args)
