@@ -95,17 +95,21 @@ run() {
   local models=$work/models device
   device=$("$python" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
   mkdir -p "$models" && cp "$BUNDLE"/models/*.pt "$models/"
-  # (one process per package; a crash prints its Python stack). On the first GPU run (torch
-  # 2.11.0+cu130) the export's own check crashed (signal 11) in torch's Python loader of the CUDA
-  # package it had just written, while LAMMPS ran that package: each package is also loaded alone
-  # there, with the default device index and with 0, to tell where the crash comes from
+  # (one process per package, kept in the work folder for a second call on the same machine; a
+  # crash prints its Python stack). On GPU runs with torch 2.11.0+cu130 the export's own check
+  # crashed (signal 11) in torch's Python loader of the CUDA package it had just written, while
+  # LAMMPS ran that package; loaded alone (the exchange ops registered first), the package
+  # without exchange ops crashed there too, with either device index, after torch's "Loading
+  # outdated pt2 file" fallback: each package is loaded alone with both, to see whether a newer
+  # torch still does
   { for halo in layerwise deep; do
-      PYTHONPATH=$ROOT/python:$ROOT/models "$python" -X faulthandler "$ROOT/models/schnet.py" "$models" \
-        .pt2 "$device" $halo || echo "schnet_$halo.pt2: exit $?"
+      [[ -f $models/schnet_$halo.pt2 ]] ||
+        PYTHONPATH=$ROOT/python:$ROOT/models "$python" -X faulthandler "$ROOT/models/schnet.py" "$models" \
+          .pt2 "$device" $halo || echo "schnet_$halo.pt2: exit $?"
     done
     for package in "$models"/*.pt2; do
       for index in -1 0; do
-        "$python" -X faulthandler -c "import sys, torch
+        PYTHONPATH=$ROOT/python "$python" -X faulthandler -c "import sys, torch, nvalchemi_lammps.ops
 torch._inductor.aoti_load_package(sys.argv[1], device_index=int(sys.argv[2]))" "$package" $index &&
           echo "${package##*/} loads in Python (device_index $index)" ||
           echo "${package##*/} in Python (device_index $index): exit $?"
