@@ -33,7 +33,7 @@ from ase.data import atomic_masses
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-from harness import run_lammps, seconds_per_step  # noqa: E402
+from harness import atoms_per_rank, run_lammps, seconds_per_step  # noqa: E402
 from phase_times import PHASES  # noqa: E402
 
 ELEMENTS = ("H", "O")
@@ -167,8 +167,7 @@ def step(args, model, data, ranks, workdir):
     if proc.returncode != 0:
         sys.exit(f"LAMMPS failed on {model}, {ranks} ranks:\n{proc.stdout[-3000:]}")
     out = proc.stdout
-    nlocal = float(re.findall(r"Nlocal:\s+([\d.eE+-]+) ave", out)[-1])
-    nghost = float(re.findall(r"Nghost:\s+([\d.eE+-]+) ave", out)[-1])
+    nlocal, nghost = atoms_per_rank(out)
     energy = float(re.findall(r"^\s+0\s+(\S+)", out, re.M)[0])
     # fix nvalchemi/dd's phase times (maximum over ranks), mean over the steps of the last run
     block = out.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import melt_commands, peak_rss_mb, peak_rss_wrapper, run_lammps, seconds_per_step  # noqa: E402
+from harness import atoms_per_rank, melt_commands, peak_rss_mb, peak_rss_wrapper, run_lammps, seconds_per_step  # noqa: E402
 
 INPUT = """{system}pair_style nvalchemi {model}
 pair_coeff * * Ar
@@ -41,8 +41,7 @@ def measure(args, mode, cells, ranks, workdir, extension=".pt"):
     if proc.returncode != 0:
         sys.exit(f"{mode} run failed:\n{proc.stdout[-3000:]}")
     out = proc.stdout
-    nlocal = float(re.findall(r"Nlocal:\s+([\d.eE+-]+) ave", out)[-1])
-    nghost = float(re.findall(r"Nghost:\s+([\d.eE+-]+) ave", out)[-1])
+    nlocal, nghost = atoms_per_rank(out)
     energy = float(re.findall(r"^\s+0\s+(\S+)\s*$", out, re.M)[0])
     rss = peak_rss_mb(rundir)
     return {"s_per_step": seconds_per_step(out), "rows_per_rank": nlocal + nghost,

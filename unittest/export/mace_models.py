@@ -2,7 +2,7 @@
 mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (python/nvalchemi_lammps/mace_export.py, installed with the nvalchemi-lammps package
 next to this Python): halo layerwise and deep, float64 and float32; an output named .pt2 is
-refused.
+refused; the layerwise export updates owned rows only (owned_rows_only.py).
 
     python unittest/export/mace_models.py <output dir>
 """
@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from e3nn import o3
 from mace import modules
+from owned_rows_only import require_owned_rows_only
 
 R_MAX = 3.0
 
@@ -48,6 +49,7 @@ def main(outdir: str) -> None:
         for dtype in ("float64", "float32"):
             subprocess.run([export, source, "-o", os.path.join(outdir, f"tiny_{halo}_{dtype}.pt"),
                             "--halo", halo, "--dtype", dtype], check=True)
+    require_owned_rows_only(os.path.join(outdir, "tiny_layerwise_float64.pt"))
     # the exporter writes TorchScript only: a .pt2 name is refused, nothing written
     pt2 = os.path.join(outdir, "tiny.pt2")
     proc = subprocess.run([export, source, "-o", pt2], capture_output=True, text=True)

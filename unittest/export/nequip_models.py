@@ -1,7 +1,8 @@
 """Tiny random nequip-framework models from minimal configs (fixed seeds, H and O, r_max 3 A):
 a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
 their exports by nequip_export (python/nvalchemi_lammps/nequip_export.py): NequIP in halo modes layerwise and
-deep as TorchScript, layerwise also as AOTInductor; Allegro as TorchScript. And the path a user
+deep as TorchScript (the layerwise one updating owned rows only: owned_rows_only.py), layerwise also as
+AOTInductor; Allegro as TorchScript. And the path a user
 takes: nequip-train on nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which
 the nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
 recording them).
@@ -16,6 +17,7 @@ import sys
 import torch
 
 from nvalchemi_lammps import nequip_export
+from owned_rows_only import require_owned_rows_only
 
 R_MAX = 3.0
 COMMON = dict(seed=20261201, model_dtype="float64", r_max=R_MAX, type_names=["H", "O"], avg_num_neighbors=6.0,
@@ -43,6 +45,7 @@ def main(outdir: str) -> None:
     for name, file, halo in (("nequip", "nequip_layerwise.pt", "layerwise"), ("nequip", "nequip_deep.pt", "deep"),
                              ("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegro.pt", "layerwise")):
         nequip_export.export(models[name], os.path.join(outdir, file), units="metal", halo=halo)
+    require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt"))
 
     bin_dir = os.path.dirname(sys.executable)
     here = os.path.dirname(os.path.abspath(__file__))

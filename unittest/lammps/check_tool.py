@@ -1,10 +1,12 @@
 """nvalchemi-check (python/nvalchemi_lammps/check.py) gives the right verdict: models that run
 correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
 built for halo mode deep checked as layerwise, a model that fails on a rank without atoms, a
-model that skips its exchange call on a rank without atoms (which save_model refuses to write)
-and a model without metadata fail, each naming the failing check; a model with its own forces gets its checks skipped, not passed. With
+model that skips its exchange call on a rank without atoms (which save_model refuses to write),
+a model that updates owned rows only and reads the ghost rows unrefreshed and a model without
+metadata fail, each naming the failing check; a model with its own forces gets its checks skipped, not passed. With
 --export, the generic export command (nvalchemi-export) writes the SchNet reference model in
-both formats from its source, and both pass.
+both formats from its source, and both pass. The layerwise SchNet model updates owned rows only
+(unittest/export/owned_rows_only.py).
 
     python check_tool.py --python PY --check nvalchemi_check.py --ready M.pt [M.pt2 ...]
                          --deep-model schnet_deep.pt [--own-forces long_range_ar.pt]
@@ -23,6 +25,10 @@ from typing import Dict
 import torch
 
 from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model
+from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
+from owned_rows_only import require_owned_rows_only  # noqa: E402
 
 
 class GhostSum(torch.nn.Module):
@@ -60,6 +66,22 @@ class SkipsExchangeWithoutAtoms(torch.nn.Module):
         return {"atomic_energies": energies + 0.0 * torch.ops.nvalchemi.refresh_neighbors(energies)}
 
 
+class OwnedRowsWithoutRefresh(torch.nn.Module):
+    """Two layers that update owned rows only (nvalchemi_lammps.owned_rows), the second reading
+    the ghost rows as padded, never refreshed: right in one process, wrong on a rank."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        senders, receivers = inputs["neighbor_list"][:, 0], inputs["neighbor_list"][:, 1]
+        w = torch.exp(-(inputs["edge_vectors"] ** 2).sum(dim=1))
+        rows = inputs["positions"].shape[0]
+        owned = owned_count(inputs["n_owned"], rows)
+        h = torch.ones(rows, dtype=w.dtype)
+        for _ in range(2):
+            messages = torch.zeros_like(h).index_add(0, receivers, h[senders] * w)
+            h = per_row(owned_rows(h, owned) + torch.tanh(owned_rows(messages, owned)), rows)
+        return {"atomic_energies": h}
+
+
 def run(args, *extra):
     proc = subprocess.run([args.python, args.check, *extra], capture_output=True, text=True, timeout=600)
     return proc.returncode, proc.stdout + proc.stderr
@@ -87,6 +109,8 @@ def main():
     for model in args.ready:
         expect(f"ready: {os.path.basename(model)}", [model], 0,
                ["PASS  in step", "PASS  forces", "PASS  split", "is ready for pair_style nvalchemi"])
+        if os.path.basename(model) == "schnet_layerwise.pt":
+            require_owned_rows_only(model)
     expect("deep model checked as layerwise", [args.deep_model, "--halo", "layerwise"], 1,
            ["PASS  forces", "FAIL  split", "halo layerwise", "is NOT ready"])
     if args.own_forces:
@@ -95,6 +119,11 @@ def main():
         ghost_sum = os.path.join(workdir, "ghost_sum.pt")
         save_model(GhostSum(), ghost_sum, cutoff=2.0, species=[18], units="lj")
         expect("energies summed over ghost rows", [ghost_sum], 1, ["PASS  forces", "FAIL  split", "is NOT ready"])
+        unrefreshed = os.path.join(workdir, "owned_rows_without_refresh.pt")
+        save_model(OwnedRowsWithoutRefresh(), unrefreshed, cutoff=2.0, species=[18], units="lj",
+                   spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
+        expect("reads ghost rows it updated on owned rows only, unrefreshed", [unrefreshed], 1,
+               ["PASS  forces", "FAIL  split", "is NOT ready"])
         no_atoms = os.path.join(workdir, "fails_without_atoms.pt")
         save_model(FailsWithoutAtoms(), no_atoms, cutoff=2.0, species=[18], units="lj")
         expect("fails on a rank with no atoms", [no_atoms], 1, ["FAIL  contract", "a rank with no atoms"])

@@ -229,6 +229,12 @@ def ran_nvalchemi_kk(output):
                      output) is not None
 
 
+def atoms_per_rank(output):
+    """(owned, ghost) atoms per rank, averaged over ranks, after the last run in LAMMPS' screen
+    output (its "Nlocal:" and "Nghost:" lines)."""
+    return tuple(float(re.findall(rf"{name}:\s+([\d.eE+-]+) ave", output)[-1]) for name in ("Nlocal", "Nghost"))
+
+
 def seconds_per_step(output):
     """Wall time per step of the last run in LAMMPS' screen output (its "Loop time" line)."""
     seconds, steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", output)[-1]
