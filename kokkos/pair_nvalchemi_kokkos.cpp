@@ -125,13 +125,13 @@ template <class DeviceType> class RowExchangeKokkos : public NVAlchemi::Measured
     atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
   }
 
-  void sum_into_owners(double *rows, int width) override
+  void sum_into_owners(double *rows, int width, NVAlchemi::Wire wire) override
   {
     Timed timed(*this);
     widest = std::max(widest, width);
     rows_to_atoms(rows, graph.num_rows(), width);
     atoms_to_host();
-    comm.reverse(host_values.data(), width);
+    comm.reverse(host_values.data(), width, wire);
     atoms_from_host();
     atoms_to_rows(rows, 0, graph.n_owned, width);
   }

@@ -12,6 +12,7 @@
 #include "nvalchemi_gather.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -25,10 +26,13 @@ namespace NVAlchemi {
     in_passes(v, w, pair->comm_forward, [&] { lmp->comm->forward_comm(pair, columns); });
   }
 
-  // ghost atoms' partials are summed into their owners
-  void PairAtomComm::reverse(double *v, int w)
+  // ghost atoms' partials are summed into their owners, sent as `as` (float32: two values to a
+  // buffer word, half the bytes)
+  void PairAtomComm::reverse(double *v, int w, Wire as)
   {
+    wire = as;
     in_passes(v, w, pair->comm_reverse, [&] { lmp->comm->reverse_comm(pair, columns); });
+    wire = Wire::FLOAT64;
   }
 
   void PairAtomComm::in_passes(double *v, int w, int per_pass, const std::function<void()> &pass)
@@ -71,6 +75,16 @@ namespace NVAlchemi {
   int PairAtomComm::pack_reverse(int n, int first, double *buf) const
   {
     int m = 0;
+    if (wire == Wire::FLOAT32) {    // the floats one after another, the last word zero-padded
+      auto *bytes = reinterpret_cast<unsigned char *>(buf);
+      for (int i = first; i < first + n; ++i)
+        for (int c = 0; c < columns; ++c) {
+          const float value = static_cast<float>(values[static_cast<size_t>(i) * width + offset + c]);
+          std::memcpy(bytes + sizeof(float) * m++, &value, sizeof(float));
+        }
+      if (m % 2) std::memset(bytes + sizeof(float) * m, 0, sizeof(float));
+      return (m + 1) / 2;
+    }
     for (int i = first; i < first + n; ++i)
       for (int c = 0; c < columns; ++c)
         buf[m++] = values[static_cast<size_t>(i) * width + offset + c];
@@ -80,9 +94,18 @@ namespace NVAlchemi {
   void PairAtomComm::unpack_reverse(int n, const int *list, const double *buf)
   {
     int m = 0;
+    const auto *bytes = reinterpret_cast<const unsigned char *>(buf);
     for (int i = 0; i < n; ++i)
-      for (int c = 0; c < columns; ++c)
-        values[static_cast<size_t>(list[i]) * width + offset + c] += buf[m++];
+      for (int c = 0; c < columns; ++c) {
+        double &sum = values[static_cast<size_t>(list[i]) * width + offset + c];
+        if (wire == Wire::FLOAT32) {
+          float value;
+          std::memcpy(&value, bytes + sizeof(float) * m++, sizeof(float));
+          sum += value;
+        } else {
+          sum += buf[m++];
+        }
+      }
   }
 
 }    // namespace NVAlchemi

@@ -23,7 +23,7 @@ namespace NVAlchemi {
     PairAtomComm(LAMMPS *lmp, Pair *pair) : lmp(lmp), pair(pair) {}
     int num_atoms() const override;
     void forward(double *values, int width) override;
-    void reverse(double *values, int width) override;
+    void reverse(double *values, int width, Wire wire) override;
     void sum_over_ranks(double *values, int n) override;
     void broadcast(double *values, int n) override;
     void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
@@ -40,6 +40,7 @@ namespace NVAlchemi {
     Pair *pair;
     double *values = nullptr;    // [num_atoms][width] of the call in progress
     int width = 0, offset = 0, columns = 0;    // the pass: columns [offset, offset + columns)
+    Wire wire = Wire::FLOAT64;                 // what the reverse pass in progress sends
     // `pass` moves columns [offset, offset + columns) of `v` [num_atoms][w], per_pass at a time
     void in_passes(double *v, int w, int per_pass, const std::function<void()> &pass);
   };

@@ -276,7 +276,7 @@ namespace NVAlchemi {
         row_output(result.outputs, name, result.graph, width, "compute nvalchemi/atom");
     rows_to_atoms(result.graph, t.values.data(), consolidated_rows(declared, result.graph), width,
                   atoms.num_atoms(), values);
-    if (sums_ghost_rows(declared)) atoms.reverse(values.data(), width);
+    if (sums_ghost_rows(declared)) atoms.reverse(values.data(), width, Wire::FLOAT64);
     const double weight = row_weight(declared, result.nprocs);
     if (weight != 1.0)
       for (double &value : values) value *= weight;
@@ -306,7 +306,7 @@ namespace NVAlchemi {
     std::vector<double> atom_forces;
     rows_to_atoms(result.graph, row_forces.data(), result.graph.num_rows(), 3, atoms.num_atoms(),
                   atom_forces);
-    atoms.reverse(atom_forces.data(), 3);
+    atoms.reverse(atom_forces.data(), 3, Wire::FLOAT64);
     c.forces.assign(atom_forces.begin(), atom_forces.begin() + 3 * nlocal);
     double sums[7] = {c.energy,    c.virial[0], c.virial[1], c.virial[2],
                       c.virial[3], c.virial[4], c.virial[5]};

@@ -63,6 +63,11 @@ namespace NVAlchemi {
     using std::runtime_error::runtime_error;
   };
 
+  // What the partials of a sum of rows travel as between ranks: float64, or float32 for a
+  // float32 tensor's rows, whose values it holds exactly; where they arrive they are added in
+  // float64 (only a partial that crosses more than one swap is rounded to float32 on its way).
+  enum class Wire { FLOAT64, FLOAT32 };
+
   // Rows are the model's atom rows: owned rows [0, num_owned()), then ghost rows up to
   // num_rows(). All data is row-major with `width` 8-byte words per row in the memory of
   // rows_device(): double values where rows are summed, and for refresh, which only copies
@@ -80,8 +85,9 @@ namespace NVAlchemi {
     virtual Device rows_device() const { return {}; }
     // ghost rows take the values of their owners' rows (owned rows unchanged)
     virtual void refresh(double *rows, int width) = 0;
-    // ghost rows' values are added into their owners' rows (ghost rows unchanged)
-    virtual void sum_into_owners(double *rows, int width) = 0;
+    // ghost rows' values are added into their owners' rows (ghost rows unchanged), sent as
+    // `wire` where the exchanger communicates row by row
+    virtual void sum_into_owners(double *rows, int width, Wire wire) = 0;
     // element-wise sum over all ranks, in place
     virtual void sum_over_ranks(double *values, int n) = 0;
     // element-wise minimum and maximum over all ranks of `values` [n]
@@ -137,7 +143,7 @@ namespace NVAlchemi {
     int64_t num_rows() const override { return rows; }
     int64_t num_owned() const override { return rows; }
     void refresh(double *, int) override {}
-    void sum_into_owners(double *, int) override {}
+    void sum_into_owners(double *, int, Wire) override {}
     void sum_over_ranks(double *, int) override {}
     void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                           int n) override

@@ -120,7 +120,7 @@ namespace NVAlchemi {
       std::copy_n(&gathered[global_index(r) * width], width, rows + r * width);
   }
 
-  void GraphPartition::sum_into_owners(double *rows, int width)
+  void GraphPartition::sum_into_owners(double *rows, int width, Wire)
   {
     Timed timed(*this);
     widest = std::max(widest, width);
@@ -162,7 +162,7 @@ namespace NVAlchemi {
         rows.assign(static_cast<size_t>(total) * common, 0.0);
         if (fits && width == common)
           std::copy(found->second.values.begin(), found->second.values.end(), rows.begin());
-        sum_into_owners(rows.data(), static_cast<int>(common));
+        sum_into_owners(rows.data(), static_cast<int>(common), Wire::FLOAT64);
         if (!fits || width != common) continue;
       } else if (fits) {
         rows = found->second.values;

@@ -48,7 +48,8 @@ namespace NVAlchemi {
     int64_t num_rows() const override { return whole.tensor_rows(); }
     int64_t num_owned() const override { return whole.n_owned; }
     void refresh(double *rows, int width) override;
-    void sum_into_owners(double *rows, int width) override;
+    // a reduce-scatter in float64 whatever `wire` says: MPI would sum float32 values in float32
+    void sum_into_owners(double *rows, int width, Wire wire) override;
     void sum_over_ranks(double *values, int n) override;
     void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                           int n) override;

@@ -65,15 +65,21 @@ namespace NVAlchemi {
       return ex;
     }
 
+    // What x's partials travel as between ranks: float32 for a tensor of float32 or narrower,
+    // whose values that holds exactly (half the bytes of float64), else float64
+    Wire wire_for(const torch::Tensor &x)
+    { return x.is_floating_point() && x.element_size() <= 4 ? Wire::FLOAT32 : Wire::FLOAT64; }
+
     // `x` [rows, ...] as a double buffer of `width` values per row (`rows` [rows, width] on the
-    // exchanger's device), transformed by `fn(ex, rows)` once every rank has come to the same
-    // call, back where x lives in x's dtype: for what sums rows, in float64 whatever x's dtype
+    // exchanger's device), transformed by `fn(ex, rows, wire)` once every rank has come to the
+    // same call, back where x lives in x's dtype: what sums rows adds in float64 whatever x's
+    // dtype, the partials sent as wire_for(x)
     template <typename F> torch::Tensor on_rows(const torch::Tensor &x, ExchangeCall call, F &&fn)
     {
       int64_t width = 0;
       Exchanger &ex = rows_exchanger(x, call, width);
       auto rows = exchange_buffer(x, ex.rows_device()).view({x.size(0), width});
-      fn(ex, rows);
+      fn(ex, rows, wire_for(x));
       return like(rows.view(x.sizes()), x);
     }
 
@@ -81,9 +87,9 @@ namespace NVAlchemi {
     int row_width(const torch::Tensor &rows) { return static_cast<int>(rows.size(1)); }
 
     // the adjoint of a refresh: the gradient of a ghost copy belongs to its owner
-    void owners_take_ghost_gradients(Exchanger &ex, torch::Tensor &rows)
+    void owners_take_ghost_gradients(Exchanger &ex, torch::Tensor &rows, Wire wire)
     {
-      ex.sum_into_owners(row_values(rows), row_width(rows));
+      ex.sum_into_owners(row_values(rows), row_width(rows), wire);
       rows.narrow(0, ex.num_owned(), ex.num_rows() - ex.num_owned()).zero_();
     }
 
@@ -108,8 +114,8 @@ namespace NVAlchemi {
     }
 
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
-    // to its owner: ghost-row gradients are summed into the owners (in float64), ghost rows get
-    // none.
+    // to its owner: ghost-row gradients are summed into the owners (in float64, sent in the
+    // gradient's precision), ghost rows get none.
     torch::Tensor refresh_rows(const torch::Tensor &x)
     {
       int64_t width = 0;
@@ -124,18 +130,18 @@ namespace NVAlchemi {
     // Every row gets the complete sum: ghost-row partials summed into their owners, then every
     // ghost row refreshed, an operation that is its own adjoint. Where the owned rows are
     // complete already (halo mode deep) it is a refresh, whose adjoint is that of a refresh.
-    void scatter_then_refresh(Exchanger &ex, torch::Tensor &rows)
+    void scatter_then_refresh(Exchanger &ex, torch::Tensor &rows, Wire wire)
     {
-      if (!ex.owned_rows_complete()) ex.sum_into_owners(row_values(rows), row_width(rows));
+      if (!ex.owned_rows_complete()) ex.sum_into_owners(row_values(rows), row_width(rows), wire);
       ex.refresh(row_values(rows), row_width(rows));
     }
 
-    void scatter_adjoint(Exchanger &ex, torch::Tensor &rows)
+    void scatter_adjoint(Exchanger &ex, torch::Tensor &rows, Wire wire)
     {
       if (ex.owned_rows_complete())
-        owners_take_ghost_gradients(ex, rows);
+        owners_take_ghost_gradients(ex, rows, wire);
       else
-        scatter_then_refresh(ex, rows);
+        scatter_then_refresh(ex, rows, wire);
     }
 
     torch::Tensor scatter_rows(const torch::Tensor &x)

@@ -26,12 +26,12 @@ namespace NVAlchemi {
     atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
   }
 
-  void RowExchange::sum_into_owners(double *rows, int width)
+  void RowExchange::sum_into_owners(double *rows, int width, Wire wire)
   {
     Timed timed(*this);
     widest = std::max(widest, width);
     rows_to_atoms(graph, rows, graph.num_rows(), width, comm.num_atoms(), atom_values);
-    comm.reverse(atom_values.data(), width);
+    comm.reverse(atom_values.data(), width, wire);
     atoms_to_rows(rows, 0, graph.n_owned, width);
   }
 

@@ -25,8 +25,8 @@ namespace NVAlchemi {
     virtual int num_atoms() const = 0;
     // ghost atoms take the values of their owners
     virtual void forward(double *values, int width) = 0;
-    // ghost atoms' values are added into their owners
-    virtual void reverse(double *values, int width) = 0;
+    // ghost atoms' values are added into their owners, sent as `wire`
+    virtual void reverse(double *values, int width, Wire wire) = 0;
     // element-wise sum over all ranks, in place
     virtual void sum_over_ranks(double *values, int n) = 0;
     // the first rank's values on every rank, in place
@@ -46,7 +46,7 @@ namespace NVAlchemi {
     int64_t num_rows() const override { return graph.tensor_rows(); }
     int64_t num_owned() const override { return graph.n_owned; }
     void refresh(double *rows, int width) override;
-    void sum_into_owners(double *rows, int width) override;
+    void sum_into_owners(double *rows, int width, Wire wire) override;
     void sum_over_ranks(double *values, int n) override;
     void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
                           int n) override;

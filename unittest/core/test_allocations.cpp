@@ -81,7 +81,7 @@ struct NoComm : AtomComm {
   explicit NoComm(int natoms) : natoms(natoms) {}
   int num_atoms() const override { return natoms; }
   void forward(double *, int) override {}
-  void reverse(double *, int) override {}
+  void reverse(double *, int, Wire) override {}
   void sum_over_ranks(double *, int) override {}
   void broadcast(double *, int) override {}
   void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
@@ -123,7 +123,7 @@ TEST(Allocations, NonePerStepAfterTheFirst)
     pad_graph(graph, rows, edges, 1.5);
     features.resize(4 * graph.tensor_rows());
     exchange.refresh(features.data(), 4);
-    exchange.sum_into_owners(features.data(), 4);
+    exchange.sum_into_owners(features.data(), 4, Wire::FLOAT64);
     add_edge_forces(graph, graph.edge_vectors.data(), f.data());
     edge_forces(graph, graph.edge_vectors.data(), row_forces);
     counting = false;

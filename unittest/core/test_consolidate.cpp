@@ -371,9 +371,10 @@ class FoldedComm : public AtomComm {
     ++calls;
     for (int c = 0; c < width; ++c) values[3 * width + c] = values[0 * width + c];
   }
-  void reverse(double *values, int width) override
+  void reverse(double *values, int width, Wire as) override
   {
     ++calls;
+    wire = as;
     for (int c = 0; c < width; ++c) values[0 * width + c] += values[3 * width + c];
   }
   void sum_over_ranks(double *values, int n) override
@@ -385,6 +386,7 @@ class FoldedComm : public AtomComm {
                         int n) override
   { same_on_every_rank(values, lowest, highest, n); }
   int calls = 0;
+  Wire wire = Wire::FLOAT64;    // what the last reverse was to send
 };
 }    // namespace
 
@@ -406,8 +408,9 @@ TEST(RowExchange, SumIntoOwnersAddsGhostPartialsAndKeepsGhostRows)
   FoldedComm comm;
   RowExchange exchange(g, comm, false);
   std::vector<double> rows = {1, 2, 3, 10, 20, 30, 100, 200, 300};    // width 3
-  exchange.sum_into_owners(rows.data(), 3);
+  exchange.sum_into_owners(rows.data(), 3, Wire::FLOAT32);
   EXPECT_EQ(rows, (std::vector<double>{101, 202, 303, 10, 20, 30, 100, 200, 300}));
+  EXPECT_EQ(comm.wire, Wire::FLOAT32);
   double total[2] = {1.5, -2.0};
   exchange.sum_over_ranks(total, 2);
   EXPECT_EQ(total[0], 3.0);

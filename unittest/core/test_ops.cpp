@@ -30,8 +30,9 @@ class FoldedExchange : public Exchanger {
       rows[3 * width + c] = rows[width + c];
     }
   }
-  void sum_into_owners(double *rows, int width) override
+  void sum_into_owners(double *rows, int width, Wire wire) override
   {
+    sum_wires.push_back(wire);
     for (int c = 0; c < width; ++c) {
       rows[c] += rows[2 * width + c];
       rows[width + c] += rows[3 * width + c];
@@ -47,6 +48,7 @@ class FoldedExchange : public Exchanger {
   bool owned_rows_complete() const override { return complete; }
   bool complete;
   std::vector<int> refresh_widths;    // the width of each refresh, in 8-byte words
+  std::vector<Wire> sum_wires;        // what each sum's partials were sent as
 };
 
 // torch.ops.nvalchemi.<op>, registered as a model load would
@@ -123,6 +125,10 @@ TEST(ExchangeOps, RefreshMovesRowsInTheirOwnDtype)
                            torch::tensor({{1.0, 2.0}, {3.0, 4.0}, {1.0, 2.0}, {3.0, 4.0}},
                                          torch::kFloat64)));
   EXPECT_EQ(ex.refresh_widths, (std::vector<int>{2, 1, 2}));
+  // what sums rows sends a float32 tensor's partials as float32, a float64 tensor's as float64
+  EXPECT_EQ(ex.sum_wires, (std::vector<Wire>{Wire::FLOAT32}));
+  call("scatter_to_owners", X);
+  EXPECT_EQ(ex.sum_wires, (std::vector<Wire>{Wire::FLOAT32, Wire::FLOAT64}));
 }
 
 TEST(ExchangeOps, ScatterSumsGhostPartialsUnlessOwnedRowsAreComplete)
