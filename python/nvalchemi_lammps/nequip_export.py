@@ -65,10 +65,6 @@ def _import_nequip():
     return InteractionBlock
 
 
-# nequip's switch for its ML-IAP mode (AtomicDataDict.LMP_MLIAP_DATA_KEY) holds n_owned here; the
-# scripted methods below spell the key out (TorchScript reads no module-level strings)
-
-
 class _RefreshGhostRows:
     """forward of nequip's ghost-exchange module for halo mode layerwise: the node features of
     the rows the block updated (the owned rows) extended to every row, ghost rows taking their
@@ -81,7 +77,10 @@ class _RefreshGhostRows:
 
 class _OwnedRowCount:
     """_get_mliap_num_local of nequip's interaction blocks: the rows a block updates, the
-    owned ones (nequip's own reads them from LAMMPS' ML-IAP data object, and is not scripted)."""
+    owned ones (nequip's own reads them from LAMMPS' ML-IAP data object, and is not scripted).
+    NequipContractModel puts n_owned under nequip's switch for that mode,
+    AtomicDataDict.LMP_MLIAP_DATA_KEY; scripted code spells the key out (TorchScript reads no
+    module-level strings)."""
 
     def _get_mliap_num_local(self, data: Dict[str, torch.Tensor]) -> int:
         return int(data["lmp_mliap_data"])

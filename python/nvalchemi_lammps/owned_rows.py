@@ -49,16 +49,14 @@ def owned_rows(x: torch.Tensor, n_owned: int) -> torch.Tensor:
     return x.narrow(0, 0, n_owned)
 
 
-def with_ghost_rows(owned: torch.Tensor, rows: int) -> torch.Tensor:
-    """`owned` (the owned rows' values) extended to all `rows` rows, the ghost rows holding
-    their owners' values (one refresh_neighbors)."""
-    shape: List[int] = [rows - owned.shape[0]] + list(owned.shape[1:])
-    ghosts = torch.zeros(shape, dtype=owned.dtype, device=owned.device)
-    return torch.ops.nvalchemi.refresh_neighbors(torch.cat([owned, ghosts]))
-
-
 def per_row(owned: torch.Tensor, rows: int) -> torch.Tensor:
-    """A per-atom output of the owned rows extended to all `rows` rows with zeros (ghost rows'
-    energies are never counted)."""
+    """The owned rows' values extended to all `rows` rows with zeros (a per-atom output: ghost
+    rows' energies are never counted)."""
     shape: List[int] = [rows - owned.shape[0]] + list(owned.shape[1:])
     return torch.cat([owned, torch.zeros(shape, dtype=owned.dtype, device=owned.device)])
+
+
+def with_ghost_rows(owned: torch.Tensor, rows: int) -> torch.Tensor:
+    """`owned` (the owned rows' values) extended to all `rows` rows, the ghost rows holding
+    their owners' values (one refresh_neighbors, which ignores the zeros it is given there)."""
+    return torch.ops.nvalchemi.refresh_neighbors(per_row(owned, rows))
