@@ -1,10 +1,12 @@
 """Integration overhead of the framework exporters: a LAMMPS step of pair_style nvalchemi against
 the bare model's forward and backward (energy, forces, stress) on the same periodic cell in the
 framework's own code, for a MACE or a NequIP model of production size (random weights, H and O,
-r_max 4.5 A, float64), halo layerwise, on 1 and 2 ranks, over system size.
+r_max 4.5 A, float64) or the pretrained SevenNet-0 (r_max 5 A, float32 as SevenNet runs it), halo
+layerwise, on 1 and 2 ranks, over system size.
 
     build/venv-mace/bin/python bench/integration_overhead.py --framework mace --lmp build/lammps/lmp
     build/venv-nequip/bin/python bench/integration_overhead.py --framework nequip --lmp build/lammps/lmp
+    build/venv-sevenn/bin/python bench/integration_overhead.py --framework sevenn --lmp build/lammps/lmp
         [--baseline GIT_REV] [--sites 6 10 17] [--ranks 1 2] [--steps 3]
 
 --baseline also exports the same model with the python/ package of an earlier commit (before
@@ -82,6 +84,19 @@ def bare_evaluation(framework, source):
             assert out["forces"] is not None
             return time.perf_counter() - start
         return evaluate
+    if framework == "sevenn":
+        from sevenn.atom_graph_data import AtomGraphData
+        from sevenn.calculator import SevenNetCalculator
+        from sevenn.train.dataload import unlabeled_atoms_to_graph
+        calc = SevenNetCalculator(source, device="cpu")
+
+        def evaluate(atoms):
+            data = AtomGraphData.from_numpy_dict(unlabeled_atoms_to_graph(atoms, calc.cutoff))
+            start = time.perf_counter()
+            out = calc.model(data)
+            assert out["inferred_force"] is not None and out["inferred_stress"] is not None
+            return time.perf_counter() - start
+        return evaluate
     from nequip.data.transforms import ChemicalSpeciesToAtomTypeMapper, NeighborListTransform
     from nequip.integrations.ase import NequIPCalculator
     model = torch.load(source, weights_only=False).eval()
@@ -121,7 +136,7 @@ def write_data(atoms: Atoms, path: str) -> None:
 EXPORT = """import sys, torch
 from nvalchemi_lammps import {framework}_export as exporter
 print(exporter.__file__, file=sys.stderr)
-model = torch.load(sys.argv[1], weights_only=False)
+model = {load}
 exporter.export(model, sys.argv[2], **({arguments}))
 """
 
@@ -131,8 +146,9 @@ def export(framework, source, output, python_path=None):
     env = dict(os.environ)
     if python_path:
         env["PYTHONPATH"] = python_path + os.pathsep + env.get("PYTHONPATH", "")
-    arguments = "{'units': 'metal'}" if framework == "nequip" else "{}"
-    proc = subprocess.run([sys.executable, "-c", EXPORT.format(framework=framework, arguments=arguments),
+    arguments = {"nequip": "{'units': 'metal'}", "sevenn": "{'dtype': torch.float32}"}.get(framework, "{}")
+    load = "exporter.load(sys.argv[1])" if framework == "sevenn" else "torch.load(sys.argv[1], weights_only=False)"
+    proc = subprocess.run([sys.executable, "-c", EXPORT.format(framework=framework, arguments=arguments, load=load),
                            source, output], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"export of {source} failed:\n{proc.stderr[-3000:]}")
@@ -178,7 +194,7 @@ def step(args, model, data, ranks, workdir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--framework", choices=("mace", "nequip"), required=True)
+    parser.add_argument("--framework", choices=("mace", "nequip", "sevenn"), required=True)
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--baseline", default=None, help="a git revision whose python/ exports the 'before' model")
@@ -188,8 +204,12 @@ def main():
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
     workdir = tempfile.mkdtemp(prefix="integration_overhead.")
-    source = os.path.join(workdir, f"{args.framework}.model")
-    torch.save(mace_model() if args.framework == "mace" else nequip_model(), source)
+    if args.framework == "sevenn":
+        from sevenn.util import pretrained_name_to_path
+        source = pretrained_name_to_path("7net-0")
+    else:
+        source = os.path.join(workdir, f"{args.framework}.model")
+        torch.save(mace_model() if args.framework == "mace" else nequip_model(), source)
     exports = {"owned rows": os.path.join(workdir, "owned_rows.pt")}
     export(args.framework, source, exports["owned rows"])
     if args.baseline:

@@ -2,7 +2,8 @@
 # Installs the model export tools (python/, the nvalchemi-lammps Python package) with their
 # optional dependencies into virtual environments of their own under the build directory, for
 # the export tests: venv-mace (mace-torch and the e3nn 0.4 it pins) and venv-nequip (nequip,
-# nequip-allegro and their e3nn 0.6); and venv-torch-only, PyTorch and nothing else, into which
+# nequip-allegro and their e3nn 0.6), venv-sevenn (sevenn, with its pretrained
+# models); and venv-torch-only, PyTorch and nothing else, into which
 # the test unittest/export/torch_only.py installs the tools as a user would. Never needed by a
 # LAMMPS run.
 # Idempotent: a second run compares a stamp and returns at once.
@@ -18,6 +19,7 @@ build_dir=$(cd "$build_dir" && pwd)
 torch_version=2.13.0
 mace_pins=(mace-torch==0.3.16 e3nn==0.4.4)
 nequip_pins=(nequip==0.19.1 nequip-allegro==0.8.3 e3nn==0.6.0)
+sevenn_pins=(sevenn==0.13.0 e3nn==0.6.0)
 
 # install <venv name> <extra> <pins...>: the package (editable, so python/ edits take effect)
 # with one extra, the pins applied
@@ -39,6 +41,7 @@ install() {
 
 install venv-mace mace "${mace_pins[@]}"
 install venv-nequip nequip "${nequip_pins[@]}"
+install venv-sevenn sevenn "${sevenn_pins[@]}"
 
 venv="$build_dir/venv-torch-only"
 if [ ! -f "$venv/.nvalchemi-stamp" ] || [ "$(cat "$venv/.nvalchemi-stamp")" != "torch==$torch_version" ]; then

@@ -19,7 +19,7 @@ import importlib.util
 import json
 import os
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -209,7 +209,7 @@ def save_aoti_model(
     return metadata
 
 
-# ---- what the framework exporters (mace_export, nequip_export) share ------------------------
+# ---- what the framework exporters (mace_export, nequip_export, sevenn_export) share ------------------------
 
 def require_release(tool: str, package: str, version: str, supported, why: str) -> None:
     """Stop (SystemExit) unless `version` of `package` lies in `supported` = (lowest, highest)
@@ -234,6 +234,14 @@ def override_method(module: torch.nn.Module, function) -> None:
         _OVERRIDDEN[key] = type(cls.__name__ + "Exchanging", (cls,),
                                 {function.__name__: function, "__module__": function.__module__})
     module.__class__ = _OVERRIDDEN[key]
+
+
+def centre_first_edges(neighbor_list: torch.Tensor,
+                       edge_vectors: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The contract's edges (neighbor_list rows (sender, receiver), vectors receiver - sender)
+    the way nequip and SevenNet take them: edge_index (2, edges) with row 0 the centre (the
+    receiver) and row 1 the neighbour, and vectors from the centre to the neighbour."""
+    return torch.stack([neighbor_list[:, 1], neighbor_list[:, 0]]), -edge_vectors
 
 
 def species_index(species: Sequence[int]) -> torch.Tensor:

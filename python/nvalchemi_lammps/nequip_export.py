@@ -42,7 +42,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    atomic_number, override_method, require_release, save_aoti_model, save_scripted_model, species_index)
+    atomic_number, centre_first_edges, override_method, require_release, save_aoti_model, save_scripted_model,
+    species_index)
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 
@@ -100,11 +101,11 @@ class NequipContractModel(torch.nn.Module):
         neighbor_list = inputs["neighbor_list"]
         # nequip runs on zero rows: a rank without atoms makes the same exchange calls as the others
         n = inputs["atomic_numbers"].shape[0]
+        edge_index, centre_to_neighbour = centre_first_edges(neighbor_list, edge_vectors)
         data: Dict[str, torch.Tensor] = {
             "pos": torch.zeros((n, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
-            # nequip: row 0 the centre (the contract's receiver), vectors centre -> neighbour
-            "edge_index": torch.stack([neighbor_list[:, 1], neighbor_list[:, 0]]),
-            "edge_vectors": -edge_vectors,
+            "edge_index": edge_index,
+            "edge_vectors": centre_to_neighbour,
             "atom_types": self.type_index[inputs["atomic_numbers"]],
         }
         # rows the layers update: the owned ones (nequip's ML-IAP mode), or every row

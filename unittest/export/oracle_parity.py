@@ -1,10 +1,13 @@
-"""A MACE, NequIP or Allegro model exported by python/nvalchemi_lammps/mace_export.py or nequip_export.py, run
-by pair_style nvalchemi on N ranks, against the framework's own ASE calculator on the whole
-periodic cell (the oracle: mace-torch or nequip evaluating the model it built, never this
-package) and against the same export on 1 rank.
+"""A MACE, NequIP, Allegro or SevenNet model exported by python/nvalchemi_lammps/mace_export.py,
+nequip_export.py or sevenn_export.py, run by pair_style nvalchemi on N ranks, against the
+framework's own ASE calculator on the whole periodic cell (the oracle: mace-torch, nequip or
+sevenn evaluating the model it built, never this package) and against the same export on 1 rank.
 
 After `run 0`: energy, every atom's force and the stress tensor. float64: 1e-10 relative to both;
-float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5). With --kokkos
+float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5). SevenNet's
+calculator runs in float32 as shipped; its float64 oracle is the same calculator code on the
+model cast to float64 (a deep copy, as the exporter casts) with the graph kept in float64
+(sevenn_float64_calculator). With --kokkos
 the N-rank run is pair_style nvalchemi/kk (-k on t 1 -sf kk). Runs in the framework's own
 virtual environment (tools/install-export-venvs.sh).
 """
@@ -80,10 +83,51 @@ def lammps(args, workdir, label, nranks, grid, tiled, data, kokkos=False):
     return {"energy": g[0:1], "forces": rows[:, 5:8], "stress": stress, "positions": rows[:, 2:5]}
 
 
+def sevenn_float64_calculator(source: str, modal):
+    """SevenNet's ASE calculator, float64 throughout: the model built from the checkpoint, deep-
+    copied and cast to float64, its species one-hot (built in float32 by SevenNet) cast to the
+    model's dtype by a forward hook, and the calculator's graph converted with SevenNet's own
+    dtype_correct to float64 instead of float32."""
+    import copy
+    import torch
+    from ase.calculators.calculator import Calculator, all_changes
+    from sevenn.atom_graph_data import AtomGraphData
+    from sevenn.calculator import SevenNetCalculator
+    from sevenn.train.dataload import unlabeled_atoms_to_graph
+    from sevenn.util import dtype_correct, load_checkpoint
+
+    model = load_checkpoint(source).build_model(enable_cueq=False, enable_flash=False, enable_oeq=False)
+    model = copy.deepcopy(model).to(torch.float64)
+
+    def float64_onehot(module, inputs, data):
+        for key in (module.key_output, module.key_additional_output):
+            if key is not None:
+                data[key] = data[key].to(torch.float64)
+        return data
+
+    model._modules["onehot_idx_to_onehot"].register_forward_hook(float64_onehot)
+
+    class Float64Calculator(SevenNetCalculator):
+        def calculate(self, atoms=None, properties=None, system_changes=all_changes):
+            Calculator.calculate(self, atoms, properties, system_changes)
+            graph = unlabeled_atoms_to_graph(atoms, self.cutoff, with_shift=False)
+            data = AtomGraphData(**{k: dtype_correct(v, torch.float64) for k, v in graph.items()})
+            if self.modal:
+                data["data_modality"] = self.modal
+            self.results = self.output_to_results(self.model(data))
+
+    return Float64Calculator(model, file_type="model_instance", device="cpu", modal=modal)
+
+
 def calculator(args):
     """The framework's ASE calculator on the model file it saved."""
     import torch
     torch.set_num_threads(1)
+    if args.framework == "sevenn":
+        if not args.float32:
+            return sevenn_float64_calculator(args.source, args.modal)
+        from sevenn.calculator import SevenNetCalculator
+        return SevenNetCalculator(args.source, device="cpu", modal=args.modal)
     if args.framework == "mace":
         import mace  # noqa: F401  (before e3nn)
         from mace.calculators import MACECalculator
@@ -107,7 +151,8 @@ def calculator(args):
 
 
 # the packages whose versions an oracle's numbers depend on, beside its model file
-ORACLE_PACKAGES = {"mace": ("torch", "e3nn", "mace-torch"), "nequip": ("torch", "e3nn", "nequip", "nequip-allegro")}
+ORACLE_PACKAGES = {"mace": ("torch", "e3nn", "mace-torch"), "nequip": ("torch", "e3nn", "nequip", "nequip-allegro"),
+                   "sevenn": ("torch", "e3nn", "sevenn")}
 
 
 def oracle(args, atoms):
@@ -121,8 +166,9 @@ def oracle(args, atoms):
                 "stress": evaluated.get_stress(voigt=True)}
 
     versions = [importlib.metadata.version(package) for package in ORACLE_PACKAGES[args.framework]]
-    key = content_key(os.path.abspath(__file__), args.framework, versions, os.path.abspath(args.source),
-                      args.float32, atoms.numbers, atoms.positions, atoms.cell[:])
+    source = os.path.abspath(args.source) if os.path.exists(args.source) else args.source  # or a pretrained name
+    key = content_key(os.path.abspath(__file__), args.framework, versions, source, args.modal, args.float32,
+                      atoms.numbers, atoms.positions, atoms.cell[:])
     return kept_arrays(key, evaluate)
 
 
@@ -131,9 +177,11 @@ def main():
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--model", required=True, help="the exported model (.pt)")
-    parser.add_argument("--framework", choices=("mace", "nequip"), required=True)
+    parser.add_argument("--framework", choices=("mace", "nequip", "sevenn"), required=True)
     parser.add_argument("--source", required=True,
-                        help="the framework's model it was exported from (mace-torch .model, nequip torch.save)")
+                        help="the framework's model it was exported from (mace-torch .model, nequip torch.save, "
+                             "SevenNet checkpoint or pretrained name)")
+    parser.add_argument("--modal", default=None, help="SevenNet: the fidelity of a multi-fidelity model")
     parser.add_argument("--elements", nargs="+", default=["H", "O"], help="the atom types' elements")
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))

@@ -1,0 +1,219 @@
+"""Export a SevenNet model (PyPI sevenn: SevenNet-0, SevenNet-MF-0 or a checkpoint of the user's
+own training) to a model that pair_style nvalchemi runs.
+
+    nvalchemi-sevenn-export 7net-0|checkpoint.pth -o out.pt [--modal NAME]
+                            [--halo layerwise|deep] [--dtype float32|float64]
+
+The input is a SevenNet checkpoint file or a name SevenNet's own tools accept for the pretrained
+models its wheel ships (7net-0, 7net-0_22May2024, 7net-mf-0, 7net-l3i5); --modal picks the
+fidelity of a multi-fidelity model (SevenNet-MF-0: PBE or R2SCAN). The output is TorchScript
+(.pt; AOTInductor cannot trace SevenNet's message sum) with the package's metadata (doc/Howto_nvalchemi_contract.rst):
+cutoff = the checkpoint's, species = its elements (every one it was trained on; pair_coeff maps
+LAMMPS types to them), units metal (eV, Angstrom), float32 by default as SevenNet runs (its
+weights are float32), or float64 for exact parity across ranks. The model returns SevenNet's
+per-atom energies as `atomic_energies`; pair_style nvalchemi takes forces and virial from their
+gradient (SevenNet's own force output module is left out).
+
+How SevenNet is fitted to the contract:
+  * SevenNet's edge_index[0] is the centre atom and its edge vectors point from the centre to the
+    neighbour, the reverse of the contract (export.centre_first_edges);
+  * the one-hot species embedding, which SevenNet builds in float32 whatever the model's dtype,
+    is built by the wrapper in the exported dtype, with the keys SevenNet's embedding writes;
+  * halo mode layerwise: the first layer's embeddings and the linear layers before its
+    convolution run on every row (the convolution reads its senders' features), and every
+    convolution but the first refreshes the ghost rows' features first, with
+    torch.ops.nvalchemi.refresh_neighbors (the features SevenNet's e3gnn/parallel sends through
+    LAMMPS' communication before layers 2 to 5). After its convolution a layer works on owned
+    rows only (nvalchemi_lammps.owned_rows), as in SevenNet's own ML-IAP mode;
+  * halo mode deep: the model is left as it is and the ghost shell holds every layer's
+    receptive field (cutoff x layers: 25 A for SevenNet-0, an expensive shell);
+  * a rank with no atoms runs the model on zero rows, making the same exchange calls as every
+    other rank (pair_style nvalchemi stops a run whose ranks' calls differ).
+
+sevenn is needed only here, never by a LAMMPS run.
+"""
+
+import argparse
+import copy
+from typing import Dict, List, Optional
+
+import torch
+
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
+from nvalchemi_lammps.export import (
+    centre_first_edges, require_release, save_scripted_model, species_index)
+from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
+
+# sevenn releases whose model layout (module names, data keys) the exporter relies on; keep equal
+# to the sevenn extra in pyproject.toml
+SUPPORTED_SEVENN = ((0, 13, 0), (0, 13, 99))
+
+# the keys (sevenn._keys) under which SevenNet's species embedding writes its node features,
+# one-hot attributes and type indices; scripted code spells them (and the other keys of SevenNet's
+# data it writes or narrows) out, TorchScript reading no module-level strings
+EMBEDDING_KEYS = ("x", "node_attr", "atom_type")
+
+
+def _import_sevenn():
+    try:
+        import sevenn
+        from sevenn.nn.convolution import IrrepsConvolution
+        from sevenn.util import load_checkpoint
+    except ImportError as exc:
+        raise SystemExit(f"sevenn_export: sevenn is not installed ({exc}); "
+                         "pip install 'nvalchemi-lammps[sevenn]' or pip install sevenn") from exc
+    require_release("sevenn_export", "sevenn", sevenn.__version__, SUPPORTED_SEVENN,
+                    "the export relies on the layout of SevenNet's model (its module names and data "
+                    "keys); install a supported sevenn")
+    return IrrepsConvolution, load_checkpoint
+
+
+class OwnedRowsConvolution(torch.nn.Module):
+    """A SevenNet convolution in halo mode layerwise. Before it (all but the first) the owned
+    rows' features are extended to every row, ghost rows taking their owners' values; after it,
+    the layer's node-wise tensors keep their owned rows only, so the rest of the layer and the
+    readout work on owned rows."""
+
+    def __init__(self, convolution: torch.nn.Module, refresh: bool):
+        super().__init__()
+        self.convolution = convolution
+        self.refresh = refresh
+
+    def forward(self, data: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        # nvalchemi_rows: one entry per row, never narrowed; nvalchemi_n_owned: the contract's n_owned
+        rows = data["nvalchemi_rows"].shape[0]
+        owned = owned_count(data["nvalchemi_n_owned"], rows)
+        if self.refresh:
+            data["x"] = with_ghost_rows(data["x"], rows)
+        data = self.convolution(data)
+        # the node features, one-hot attributes, type indices and self-connection term
+        for key in ("x", "node_attr", "atom_type", "self_cont_tmp"):
+            if key in data:
+                data[key] = owned_rows(data[key], owned)
+        return data
+
+
+class SevennetContractModel(torch.nn.Module):
+    """A SevenNet energy model (AtomGraphSequential without its force output and species
+    embedding) behind the contract's inputs and outputs."""
+
+    def __init__(self, model: torch.nn.Module, type_map: Dict[int, int], num_species: int, owned_rows: bool):
+        super().__init__()
+        self.model = model
+        species = sorted(type_map, key=type_map.__getitem__)
+        self.register_buffer("type_index", species_index(species))
+        self.num_species = num_species
+        self.owned_rows = owned_rows
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        edge_vectors = inputs["edge_vectors"]
+        index = self.type_index[inputs["atomic_numbers"]]
+        n = index.shape[0]
+        onehot = torch.nn.functional.one_hot(index, self.num_species).to(edge_vectors.dtype)
+        edge_index, centre_to_neighbour = centre_first_edges(inputs["neighbor_list"], edge_vectors)
+        data: Dict[str, torch.Tensor] = {
+            "edge_index": edge_index,
+            "edge_vec": centre_to_neighbour,
+            # what SevenNet's species embedding writes (EMBEDDING_KEYS)
+            "x": onehot,
+            "node_attr": onehot,
+            "atom_type": index,
+            "nvalchemi_rows": index,
+            "nvalchemi_n_owned": inputs["n_owned"],
+        }
+        out = self.model(data)
+        energies = out["atomic_energy"].view(-1)
+        # layerwise: the readout ran on the owned rows only
+        owned = owned_count(inputs["n_owned"], n) if self.owned_rows else n
+        return {"atomic_energies": per_row(energies[:owned], n).to(edge_vectors.dtype)}
+
+
+def load(model: str, modal: Optional[str] = None):
+    """SevenNet's model built from a checkpoint file or pretrained name (sevenn.util.
+    load_checkpoint), switched to one fidelity (`modal`) for a multi-fidelity model."""
+    _, load_checkpoint = _import_sevenn()
+    try:
+        checkpoint = load_checkpoint(model)
+    except (ValueError, FileNotFoundError) as exc:
+        raise SystemExit(f"sevenn_export: {exc}") from exc
+    built = checkpoint.build_model(enable_cueq=False, enable_flash=False, enable_oeq=False)
+    modals = list(built.modal_map or {})
+    if modals and modal is None:
+        raise SystemExit(f"sevenn_export: {model} is a multi-fidelity model: give --modal, one of {', '.join(modals)}")
+    if modal is not None:
+        if not modals:
+            raise SystemExit(f"sevenn_export: {model} has one fidelity: --modal {modal} does not apply")
+        if modal not in modals:
+            raise SystemExit(f"sevenn_export: {model} has no modal '{modal}' (its modals: {', '.join(modals)})")
+        built.prepare_modal_deploy(modal)
+    return built
+
+
+def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
+           dtype: torch.dtype = torch.float32) -> Dict:
+    """Write `model` (SevenNet's AtomGraphSequential, as `load` returns it; left as it is) to
+    `output` (.pt); returns the metadata written."""
+    if not output.endswith(".pt"):
+        raise SystemExit(f"sevenn_export: cannot write {output}: this exporter writes SevenNet models as "
+                         "TorchScript only (AOTInductor .pt2 is not supported: SevenNet's message sum sizes its "
+                         "output with len(), which a trace freezes to one atom count); name the output file .pt")
+    convolution_class, _ = _import_sevenn()
+    from e3nn.util.jit import script
+    if halo not in ("layerwise", "deep"):
+        raise SystemExit(f"sevenn_export: halo must be layerwise or deep, not '{halo}'")
+    if model.type_map is None or not model.cutoff:
+        raise SystemExit("sevenn_export: the model records no type map or cutoff; export a SevenNet checkpoint")
+    # a copy, cast: SevenNet's e3nn modules keep their constants apart from the source model
+    model = copy.deepcopy(model).to(dtype).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    model.set_is_batch_data(False)
+    model.eval_type_map = False
+    embedding = model._modules.get("onehot_idx_to_onehot")
+    if embedding is None or (embedding.key_output, embedding.key_additional_output,
+                             embedding.key_save) != EMBEDDING_KEYS:
+        raise SystemExit("sevenn_export: the model's species embedding is not the one this exporter knows")
+    model.delete_module_by_key("onehot_idx_to_onehot")  # the wrapper embeds, in the model's dtype
+    model.delete_module_by_key("force_output")  # pair_style nvalchemi differentiates the energies
+    convolutions = [name for name, module in model._modules.items() if isinstance(module, convolution_class)]
+    layers = len(convolutions)
+    if layers == 0:
+        raise SystemExit("sevenn_export: the model has no convolution this exporter knows")
+    if layers == 1:  # strictly local
+        spec: Dict = {"preset": "SPEC_LJ_HALO"}
+    elif halo == "deep":
+        spec = {"preset": "SPEC_MPNN_HALO", "halo": "deep", "num_message_passing_layers": layers}
+    else:  # the widest row refresh_neighbors moves: the features a convolution but the first reads
+        spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers,
+                "exchange_feature_width": max(model._modules[name]._comm_size for name in convolutions[1:])}
+    owned_rows_only = layers > 1 and halo == "layerwise"
+    if owned_rows_only:
+        for i, name in enumerate(convolutions):
+            model._modules[name] = OwnedRowsConvolution(model._modules[name], refresh=i > 0)
+    type_map = {int(z): int(i) for z, i in model.type_map.items()}
+    wrapper = SevennetContractModel(model, type_map, embedding.num_classes, owned_rows_only)
+    species = sorted(type_map, key=type_map.__getitem__)
+    metadata_args = dict(cutoff=float(model.cutoff), species=species, units="metal", dtype=dtype, spec=spec)
+    return save_scripted_model(script(wrapper), output, **metadata_args)
+
+
+def main(argv: Optional[List[str]] = None):
+    parser = argparse.ArgumentParser(prog="nvalchemi-sevenn-export", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="a SevenNet checkpoint (.pth) or pretrained name (7net-0, 7net-mf-0, ...)")
+    parser.add_argument("-o", "--output", required=True, help="the TorchScript file to write (.pt)")
+    parser.add_argument("--modal", default=None,
+                        help="the fidelity of a multi-fidelity model (SevenNet-MF-0: PBE, R2SCAN)")
+    parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                        help="float32: as SevenNet runs (its weights are float32); float64: exact parity across ranks")
+    args = parser.parse_args(argv)
+    model = load(args.model, args.modal)
+    metadata = export(model, args.output, halo=args.halo,
+                      dtype=torch.float64 if args.dtype == "float64" else torch.float32)
+    print(f"sevenn_export: wrote {args.output}: cutoff {metadata['cutoff']}, {len(metadata['species'])} species, "
+          f"units {metadata['units']}, {metadata['dtype']}, {metadata['spec']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""SevenNet exports for the parity tests, by the nvalchemi-sevenn-export command as a user runs it
+(python/nvalchemi_lammps/sevenn_export.py):
+
+  * the pretrained SevenNet-0 the sevenn wheel ships (7net-0): layerwise in float64 (updating
+    owned rows only: owned_rows_only.py) and float32; a .pt2 must be refused;
+  * the pretrained multi-fidelity SevenNet-MF-0 (7net-mf-0) at its PBE fidelity, layerwise in
+    float64; without --modal the command must stop and name the fidelities;
+  * a SevenNet of the user's own training: `sevenn train` on sevenn_train.yaml (two epochs of a
+    tiny H/O model on EMT-labelled frames written here) writes a checkpoint, exported layerwise
+    and deep (SevenNet-0's deep ghost shell, 5 layers x 5 A, is too large for a test);
+  * links to the wheel's checkpoints of the two pretrained models, the oracles' sources.
+
+    python unittest/export/sevenn_models.py <output dir>
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+from owned_rows_only import require_owned_rows_only
+
+
+def training_frames(path: str) -> None:
+    """Six jittered 27-atom H/O cells labelled by ASE's EMT (energy, forces, stress)."""
+    from ase import Atoms
+    from ase.calculators.emt import EMT
+    from ase.io import write
+    rng = np.random.default_rng(20261204)
+    grid = np.array([(i, j, k) for i in range(3) for j in range(3) for k in range(3)], float)
+    frames = []
+    for _ in range(6):
+        positions = (grid + 0.5 + rng.uniform(-0.1, 0.1, grid.shape)) * 1.9
+        atoms = Atoms(numbers=rng.choice([1, 8], len(grid)), positions=positions, cell=np.eye(3) * 5.7, pbc=True)
+        atoms.calc = EMT()
+        atoms.get_potential_energy()
+        atoms.get_stress()
+        frames.append(atoms)
+    write(path, frames)
+
+
+def main(outdir: str) -> None:
+    os.makedirs(outdir, exist_ok=True)
+    bin_dir = os.path.dirname(sys.executable)
+    export = os.path.join(bin_dir, "nvalchemi-sevenn-export")
+
+    def run(*args):
+        subprocess.run([export, *args], check=True)
+
+    # the oracles' sources: the wheel's checkpoints of the pretrained names the exports are made from
+    from sevenn.util import pretrained_name_to_path
+    for name, link in (("7net-0", "sevenn0.pth"), ("7net-mf-0", "sevenn_mf0.pth")):
+        link = os.path.join(outdir, link)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(pretrained_name_to_path(name), link)
+
+    run("7net-0", "-o", os.path.join(outdir, "sevenn0_layerwise_float64.pt"), "--dtype", "float64")
+    require_owned_rows_only(os.path.join(outdir, "sevenn0_layerwise_float64.pt"))
+    run("7net-0", "-o", os.path.join(outdir, "sevenn0_layerwise_float32.pt"))
+    # TorchScript only: a .pt2 is refused with a message, not written wrong
+    proc = subprocess.run([export, "7net-0", "-o", os.path.join(outdir, "unwritten.pt2")],
+                          capture_output=True, text=True)
+    if proc.returncode == 0 or "TorchScript only" not in proc.stderr:
+        sys.exit(f"FAIL: nvalchemi-sevenn-export to a .pt2 did not stop with a message:\n{proc.stderr[-2000:]}")
+
+    # a multi-fidelity model without --modal: a message naming the fidelities, not a guess
+    proc = subprocess.run([export, "7net-mf-0", "-o", os.path.join(outdir, "unwritten.pt")],
+                          capture_output=True, text=True)
+    if proc.returncode == 0 or "give --modal" not in proc.stderr or "PBE" not in proc.stderr:
+        sys.exit(f"FAIL: nvalchemi-sevenn-export 7net-mf-0 without --modal did not stop with a message:\n"
+                 f"{proc.stderr[-2000:]}")
+    run("7net-mf-0", "--modal", "PBE", "-o", os.path.join(outdir, "sevenn_mf0_pbe_layerwise_float64.pt"),
+        "--dtype", "float64")
+
+    train_dir = os.path.join(outdir, "train")
+    shutil.rmtree(train_dir, ignore_errors=True)
+    os.makedirs(train_dir)
+    training_frames(os.path.join(train_dir, "train.extxyz"))
+    shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sevenn_train.yaml"),
+                os.path.join(train_dir, "input.yaml"))
+    subprocess.run([os.path.join(bin_dir, "sevenn"), "train", "input.yaml"], cwd=train_dir, check=True,
+                   stdout=subprocess.DEVNULL)
+    checkpoint = os.path.join(train_dir, "checkpoint_2.pth")
+    for halo in ("layerwise", "deep"):
+        run(checkpoint, "-o", os.path.join(outdir, f"trained_{halo}_float64.pt"), "--dtype", "float64", "--halo", halo)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
