@@ -15,6 +15,7 @@ this module is its Python side, for both formats pair_style nvalchemi loads:
 """
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -234,6 +235,16 @@ def override_method(module: torch.nn.Module, function) -> None:
         _OVERRIDDEN[key] = type(cls.__name__ + "Exchanging", (cls,),
                                 {function.__name__: function, "__module__": function.__module__})
     module.__class__ = _OVERRIDDEN[key]
+
+
+def frozen_copy(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """A deep copy of a framework's `module` cast to `dtype`, in eval mode, its parameters without
+    gradients: what an exporter wraps and scripts, leaving the user's model as it is (and, for
+    e3nn modules, casting a copy keeps their constants consistent, unlike casting in place)."""
+    copied = copy.deepcopy(module).to(dtype).eval()
+    for parameter in copied.parameters():
+        parameter.requires_grad_(False)
+    return copied
 
 
 def centre_first_edges(neighbor_list: torch.Tensor,

@@ -29,14 +29,13 @@ mace before e3nn.
 """
 
 import argparse
-import copy
 import inspect
 from typing import Any, Dict, Optional, Tuple
 
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import override_method, require_release, save_scripted_model, species_index
+from nvalchemi_lammps.export import frozen_copy, override_method, require_release, save_scripted_model, species_index
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 # mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
@@ -160,7 +159,6 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
                          "TorchScript only (AOTInductor .pt2 is not supported for MACE); name the output "
                          "file .pt")
     interaction_base, jit, o3 = _import_mace()
-    model = copy.deepcopy(model)
     heads = list(getattr(model, "heads", None) or ["Default"])
     if head is None:
         head = heads[-1]
@@ -168,9 +166,7 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
         raise SystemExit(f"mace_export: the model has no head '{head}' (its heads: {', '.join(heads)})")
     if halo not in ("layerwise", "deep"):
         raise SystemExit(f"mace_export: halo must be layerwise or deep, not '{halo}'")
-    model = model.to(dtype).eval()
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
+    model = frozen_copy(model, dtype)
     layers = int(model.num_interactions)
     if halo == "layerwise" and _update_owned_rows(model, interaction_base) != layers:
         raise SystemExit("mace_export: the model's interaction blocks are not the ones its "

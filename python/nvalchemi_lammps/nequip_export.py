@@ -42,8 +42,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    atomic_number, centre_first_edges, override_method, require_release, save_aoti_model, save_scripted_model,
-    species_index)
+    atomic_number, centre_first_edges, frozen_copy, override_method, require_release, save_aoti_model,
+    save_scripted_model, species_index)
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 
@@ -152,7 +152,6 @@ def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = 
            dtype: Optional[torch.dtype] = None, species: Optional[List[str]] = None) -> Dict:
     """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt or .pt2) for
     LAMMPS `units` (units_of); returns the metadata written."""
-    import copy
     interaction_block = _import_nequip()
     from e3nn.util.jit import script
     if halo not in ("layerwise", "deep"):
@@ -162,9 +161,7 @@ def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = 
     units = units_of(meta, units)
     cutoff = float(meta["r_max"])
     dtype = dtype or graph_model.model_dtype
-    energy_model = copy.deepcopy(energy_model_of(graph_model)).to(dtype).eval()
-    for parameter in energy_model.parameters():
-        parameter.requires_grad_(False)
+    energy_model = frozen_copy(energy_model_of(graph_model), dtype)
     blocks = [m for m in energy_model.modules() if isinstance(m, interaction_block)]
     layers = max(1, len(blocks))
     if layers == 1:  # Allegro, or a one-layer NequIP: strictly local

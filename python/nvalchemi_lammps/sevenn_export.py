@@ -34,14 +34,13 @@ sevenn is needed only here, never by a LAMMPS run.
 """
 
 import argparse
-import copy
 from typing import Dict, List, Optional
 
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    centre_first_edges, require_release, save_scripted_model, species_index)
+    centre_first_edges, frozen_copy, require_release, save_scripted_model, species_index)
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
 
 # sevenn releases whose model layout (module names, data keys) the exporter relies on; keep equal
@@ -97,10 +96,9 @@ class SevennetContractModel(torch.nn.Module):
     """A SevenNet energy model (AtomGraphSequential without its force output and species
     embedding) behind the contract's inputs and outputs."""
 
-    def __init__(self, model: torch.nn.Module, type_map: Dict[int, int], num_species: int, owned_rows: bool):
+    def __init__(self, model: torch.nn.Module, species: List[int], num_species: int, owned_rows: bool):
         super().__init__()
         self.model = model
-        species = sorted(type_map, key=type_map.__getitem__)
         self.register_buffer("type_index", species_index(species))
         self.num_species = num_species
         self.owned_rows = owned_rows
@@ -163,10 +161,7 @@ def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
         raise SystemExit(f"sevenn_export: halo must be layerwise or deep, not '{halo}'")
     if model.type_map is None or not model.cutoff:
         raise SystemExit("sevenn_export: the model records no type map or cutoff; export a SevenNet checkpoint")
-    # a copy, cast: SevenNet's e3nn modules keep their constants apart from the source model
-    model = copy.deepcopy(model).to(dtype).eval()
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
+    model = frozen_copy(model, dtype)
     model.set_is_batch_data(False)
     model.eval_type_map = False
     embedding = model._modules.get("onehot_idx_to_onehot")
@@ -190,11 +185,11 @@ def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
     if owned_rows_only:
         for i, name in enumerate(convolutions):
             model._modules[name] = OwnedRowsConvolution(model._modules[name], refresh=i > 0)
-    type_map = {int(z): int(i) for z, i in model.type_map.items()}
-    wrapper = SevennetContractModel(model, type_map, embedding.num_classes, owned_rows_only)
-    species = sorted(type_map, key=type_map.__getitem__)
-    metadata_args = dict(cutoff=float(model.cutoff), species=species, units="metal", dtype=dtype, spec=spec)
-    return save_scripted_model(script(wrapper), output, **metadata_args)
+    # the elements in the order of SevenNet's type indices (its type map: atomic number -> index)
+    species = sorted((int(z) for z in model.type_map), key=model.type_map.__getitem__)
+    wrapper = SevennetContractModel(model, species, embedding.num_classes, owned_rows_only)
+    return save_scripted_model(script(wrapper), output, cutoff=float(model.cutoff), species=species, units="metal",
+                               dtype=dtype, spec=spec)
 
 
 def main(argv: Optional[List[str]] = None):
