@@ -2,6 +2,9 @@
 #   make run    set up everything, then run examples/lj on 2 MPI ranks
 #   make test   set up everything, then run the whole test suite (ctest)
 #   make bench  the benchmarks of bench/ (not part of make test): build/bench/results.{jsonl,md}
+#   make sevenn-race  SevenNet-0 under SevenNet's own LAMMPS styles (built from the sevenn wheel's
+#               sources into a copy of LAMMPS, bench/sevenn_peer_build.sh) and under this package:
+#               build/bench/sevenn_race/results.{jsonl,md} (bench/sevenn_race.py; about an hour)
 #   make soak   the soak benchmark alone (bench/soak.py): memory slope and energy drift, 2 ranks
 #   make sanitize  unit tests and a 4-rank run per halo mode under ASan + UBSan (tools/sanitize.sh)
 #   make fuzz   the parsers under libFuzzer for FUZZ_SECONDS each (tools/fuzz.sh)
@@ -38,7 +41,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # (OpenMP backend): pair_style nvalchemi/kk, so that one LAMMPS build serves both styles
 LAMMPS_PACKAGES := USER-NVALCHEMI KSPACE PLUGIN KOKKOS
 
-.PHONY: all deps export-venvs lammps nvalchemi run test bench soak sanitize fuzz cuda-wheel-check \
+.PHONY: all deps export-venvs lammps nvalchemi run test bench sevenn-race soak sanitize fuzz cuda-wheel-check \
   cuda-check clean
 
 all: nvalchemi
@@ -86,6 +89,11 @@ test:
 bench: nvalchemi
 	$(PYTHON) bench/run.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials --out $(BUILD)/bench \
 	  --kernels $(BUILD)/nvalchemi/plugin/nvalchemi_kernels.so
+
+sevenn-race: nvalchemi export-venvs
+	bench/sevenn_peer_build.sh $(BUILD)
+	$(BUILD)/venv-sevenn/bin/python bench/sevenn_race.py --lmp $(LMP) \
+	  --peer-lmp $(BUILD)/sevenn-peer/build/lmp --out $(BUILD)/bench/sevenn_race
 
 soak: nvalchemi
 	$(PYTHON) bench/soak.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials | tee $(BUILD)/soak.jsonl
