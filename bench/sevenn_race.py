@@ -6,21 +6,22 @@ layerwise, and deep on the smallest cell), all float32 as SevenNet runs. Not par
     make sevenn-race      (the peer built, then this script with its defaults), or by hand:
     bench/sevenn_peer_build.sh build
     build/venv-sevenn/bin/python bench/sevenn_race.py --lmp build/lammps/lmp \\
-        --peer-lmp build/sevenn-peer/build/lmp --out build/bench/sevenn_race [--cells 3 5 8] \\
+        --peer-lmp build/sevenn-peer/build/lmp --out build/bench/sevenn_race [--cells 3 5 7] \\
         [--grids 1x1x1 2x1x1 2x2x1 4x1x1] [--steps 2]
 
-Systems: rattled diamond Si, cells^3 x 8 atoms (216, 1000, 4096 by default), LAMMPS' default
-metal skin (2 A), MD at 300 K. Each (style, cell, processor grid) is one LAMMPS run: `run 0`
+Systems: rattled diamond Si, cells^3 x 8 atoms (216, 1000, 2744 by default: SevenNet-0 on the
+CPU takes 3 to 5 MB per atom on one rank, and the test machine has 24 GB), LAMMPS' default metal
+skin (2 A), MD at 300 K. Each (style, cell, processor grid) is one LAMMPS run: `run 0`
 (energy and forces, dumped), then `run --steps` timed ("Loop time"), every rank on one LibTorch
 thread under /usr/bin/time (peak resident memory per rank), its address space capped (the ranks
 together at --memory-fraction of the machine's memory). Agreement is against SevenNet's own
 ASE calculator (float32, as shipped) on the same cell: energy per atom and the largest force
 component difference. A run the style refuses or that fails is recorded with its message, not
 skipped. The serial style runs on one rank, plus once on two ranks on the smallest cell (where
-it fails); deep halo runs on one rank on the smallest cell only (its ghost shell is 5 layers of
-5 A plus the skin). Prints and writes <out>/results.jsonl (one object per run) and
-<out>/results.md. CPU timings of a shared 2-core machine: 4 ranks oversubscribe it, so compare
-styles at the same grid, within one run.
+it fails); halo deep runs on one rank on the smallest cell only (its ghost shell is 5 layers of
+5 A plus the skin, too large for this machine's memory). Prints and writes <out>/results.jsonl
+(one object per run) and <out>/results.md. CPU timings of a shared 2-core machine: 4 ranks
+oversubscribe it, so compare styles at the same grid, within one run.
 """
 
 import argparse
@@ -167,11 +168,11 @@ def main():
     parser.add_argument("--peer-lmp", required=True, help="LAMMPS with sevenn's styles (sevenn_peer_build.sh)")
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--cells", type=int, nargs="+", default=[3, 5, 8], help="diamond cells per side")
+    parser.add_argument("--cells", type=int, nargs="+", default=[3, 5, 7], help="diamond cells per side")
     parser.add_argument("--grids", nargs="+", default=["1x1x1", "2x1x1", "2x2x1", "4x1x1"])
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument("--memory-fraction", type=float, default=0.75,
+    parser.add_argument("--memory-fraction", type=float, default=0.9,
                         help="the address space all ranks of a run may take, as a fraction of the machine's memory")
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -195,6 +196,7 @@ def main():
                 results.append(result)
                 print(json.dumps(result), flush=True)
                 jsonl.write(json.dumps(result) + "\n")
+                jsonl.flush()
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(markdown(results))
     print(markdown(results))
