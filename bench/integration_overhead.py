@@ -157,11 +157,13 @@ def export(framework, source, output, python_path=None):
         sys.exit(f"the baseline export did not use {python_path}: {used}")
 
 
+# also bench/weak_scaling.py's run ({processors}: a "processors" line or nothing; {pair_args}: the
+# pair style's keywords)
 INPUT = """units metal
 atom_style atomic
-read_data {data}
-pair_style nvalchemi {model}
-pair_coeff * * H O
+{processors}read_data {data}
+pair_style nvalchemi {model}{pair_args}
+pair_coeff * * {elements}
 velocity all create 300 4928459 loop geom
 timestep 0.0005
 fix 1 all nve
@@ -178,7 +180,8 @@ def step(args, model, data, ranks, workdir):
     rundir = tempfile.mkdtemp(dir=workdir)
     columns = " ".join(f"f_dd[{i}]" for i in PHASES.values())
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(data=data, model=model, steps=args.steps, columns=columns))
+        f.write(INPUT.format(processors="", data=data, model=model, pair_args="", elements=" ".join(ELEMENTS),
+                             steps=args.steps, columns=columns))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600)
     if proc.returncode != 0:
         sys.exit(f"LAMMPS failed on {model}, {ranks} ranks:\n{proc.stdout[-3000:]}")
