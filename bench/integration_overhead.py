@@ -7,16 +7,18 @@ layerwise, on 1 and 2 ranks, over system size.
     build/venv-mace/bin/python bench/integration_overhead.py --framework mace --lmp build/lammps/lmp
     build/venv-nequip/bin/python bench/integration_overhead.py --framework nequip --lmp build/lammps/lmp
     build/venv-sevenn/bin/python bench/integration_overhead.py --framework sevenn --lmp build/lammps/lmp
-        [--baseline GIT_REV] [--sites 6 10 17] [--ranks 1 2] [--steps 3]
+        [--baseline GIT_REV] [--sites 6 10 17] [--ranks 1 2] [--steps 3] [--jit-optimize]
 
 --baseline also exports the same model with the python/ package of an earlier commit (before
-layers updated owned rows only) and times it in the same run: before and after. Run in the
-framework's venv (tools/install-export-venvs.sh). Prints one JSON object per (export, atoms,
-ranks): ms per step (LAMMPS "Loop time", LibTorch on one thread per rank), the bare model's ms
-on one thread, the overhead (step x ranks / bare: CPU time against CPU time), rows per rank
-(owned + ghost), the energy after `run 0` (equal for every export and rank count) and where
-the step goes (fix nvalchemi/dd's phase times, as bench/phase_times.py reads them). CPU
-timings of a shared machine: compare within one run.
+layers updated owned rows only) and times it in the same run: before and after; --jit-optimize
+also runs each export with TorchScript's graph executor optimizing (pair_style keyword
+jit_optimize yes) against the default (no), in the same run. Run in the framework's venv
+(tools/install-export-venvs.sh). Prints one JSON object per (export, atoms, ranks): ms per step
+(LAMMPS "Loop time", LibTorch on one thread per rank), peak resident memory (largest rank,
+/usr/bin/time), the bare model's ms on one thread, the overhead (step x ranks / bare: CPU time
+against CPU time), rows per rank (owned + ghost), the energy after `run 0` (equal for every
+export and rank count) and where the step goes (fix nvalchemi/dd's phase times, as
+bench/phase_times.py reads them). CPU timings of a shared machine: compare within one run.
 """
 
 import argparse
@@ -35,7 +37,7 @@ from ase.data import atomic_masses
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-from harness import atoms_per_rank, run_lammps, seconds_per_step  # noqa: E402
+from harness import atoms_per_rank, peak_rss_mb, peak_rss_wrapper, run_lammps, seconds_per_step  # noqa: E402
 from phase_times import PHASES  # noqa: E402
 
 ELEMENTS = ("H", "O")
@@ -176,13 +178,14 @@ run {steps}
 """
 
 
-def step(args, model, data, ranks, workdir):
+def step(args, model, data, ranks, workdir, pair_args=""):
     rundir = tempfile.mkdtemp(dir=workdir)
     columns = " ".join(f"f_dd[{i}]" for i in PHASES.values())
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(processors="", data=data, model=model, pair_args="", elements=" ".join(ELEMENTS),
-                             steps=args.steps, columns=columns))
-    proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600)
+        f.write(INPUT.format(processors="", data=data, model=model, pair_args=pair_args,
+                             elements=" ".join(ELEMENTS), steps=args.steps, columns=columns))
+    proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600,
+                      wrapper=peak_rss_wrapper(rundir))
     if proc.returncode != 0:
         sys.exit(f"LAMMPS failed on {model}, {ranks} ranks:\n{proc.stdout[-3000:]}")
     out = proc.stdout
@@ -192,7 +195,7 @@ def step(args, model, data, ranks, workdir):
     block = out.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
     rows = [[float(v) for v in line.split()[2:]] for line in block if line.strip()]
     phases = {f"{name}_ms": 1e3 * sum(r[k] for r in rows) / len(rows) for k, name in enumerate(PHASES)}
-    return seconds_per_step(out), nlocal + nghost, energy, phases
+    return seconds_per_step(out), nlocal + nghost, energy, {**phases, "peak_rss_mb": peak_rss_mb(rundir)}
 
 
 def main():
@@ -204,6 +207,8 @@ def main():
     parser.add_argument("--sites", type=int, nargs="+", default=[6, 10, 17], help="lattice sites per side")
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--jit-optimize", action="store_true",
+                        help="also time each export with the pair_style keyword jit_optimize yes")
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
     workdir = tempfile.mkdtemp(prefix="integration_overhead.")
@@ -230,9 +235,12 @@ def main():
         write_data(atoms, data)
         bare(atoms)  # warm-up
         bare_s = min(bare(atoms) for _ in range(2))
-        for name, model in exports.items():
+        runs = [(name, model, "") for name, model in exports.items()]
+        if args.jit_optimize:
+            runs += [(f"{name}, jit_optimize yes", model, " jit_optimize yes") for name, model in exports.items()]
+        for name, model, pair_args in runs:
             for ranks in args.ranks:
-                seconds, rows, energy, phases = step(args, model, data, ranks, workdir)
+                seconds, rows, energy, phases = step(args, model, data, ranks, workdir, pair_args)
                 print(json.dumps({"bench": "integration_overhead", "framework": args.framework, "export": name,
                                   "atoms": len(atoms), "ranks": ranks, "ms_per_step": 1e3 * seconds,
                                   "bare_ms": 1e3 * bare_s, "overhead": seconds * ranks / bare_s,

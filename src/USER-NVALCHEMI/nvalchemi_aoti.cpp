@@ -125,6 +125,7 @@ namespace NVAlchemi {
       std::vector<std::string> custom_operators() const override { return {}; }
       void set_float64(bool float64) override
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
+      void set_graph_optimization(bool) override {}    // a compiled program: nothing to optimize
 
       void check_share(const EnergyShare &share) const override
       {

@@ -41,6 +41,11 @@ namespace NVAlchemi {
     // Precision the model computes in; inputs are converted to it, outputs back to double.
     virtual void set_float64(bool float64) = 0;
 
+    // Whether TorchScript's graph executor optimizes the model's graph while it runs (profiles
+    // the first calls, then specializes to the shapes seen); off unless asked for (pair_style
+    // keyword jit_optimize). No effect on a format without a graph executor.
+    virtual void set_graph_optimization(bool on) = 0;
+
     // Throws std::invalid_argument, naming what to change, when this format cannot give the
     // energy share the spec asks for.
     virtual void check_share(const EnergyShare &share) const = 0;

@@ -135,6 +135,7 @@ namespace NVAlchemi {
     std::unique_ptr<Device> requested_device;
     std::vector<std::string> libraries;
     m.threads = 0;
+    m.jit_optimize = false;
     int iarg = 1;
     try {
       while (iarg < narg) {
@@ -167,6 +168,10 @@ namespace NVAlchemi {
                             "pair_style nvalchemi threads must be at least 1 (LibTorch threads "
                             "per rank)");
           iarg += 2;
+        } else if (keyword == "jit_optimize") {
+          need(1);
+          m.jit_optimize = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
+          iarg += 2;
         } else if (keyword == "device") {
           need(1);
           requested_device =
@@ -192,6 +197,7 @@ namespace NVAlchemi {
     m.device = rank_device(lmp, requested_device.get());
     load_op_libraries(lmp, libraries);    // before the model: it may call their ops
     load_pair_model(lmp, arg[0], m);
+    m.model->set_graph_optimization(m.jit_optimize);
   }
 
   void load_pair_model(LAMMPS *lmp, const char *file, PairModel &m)

@@ -30,6 +30,7 @@ namespace NVAlchemi {
     EnergyShare share;
     std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
     int threads = 0;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
+    bool jit_optimize = false;    // TorchScript's graph executor optimizes the model's graph
   };
 
   // The device this rank runs pair_style nvalchemi's model on (choose_device, with the rank's
@@ -49,7 +50,7 @@ namespace NVAlchemi {
                        const std::vector<std::string> &listed);
 
   // Collective. pair_style nvalchemi <model> [spec <preset>] [halo <mode>]
-  // [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N]
+  // [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N] [jit_optimize yes|no]
   // [device cpu|cuda|cuda:N] [library <file.so>] [output <name> <kind> <reduce>] ...:
   // the keywords parsed into `m` (errors name the keyword), the rank's device chosen, the
   // operator libraries loaded, then the model (load_pair_model).

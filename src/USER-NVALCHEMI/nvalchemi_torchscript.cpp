@@ -10,6 +10,7 @@
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 
 #include <algorithm>
 #include <cstring>
@@ -88,6 +89,7 @@ namespace NVAlchemi {
       }
       void set_float64(bool float64) override
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
+      void set_graph_optimization(bool on) override { graph_optimization = on; }
       void check_share(const EnergyShare &) const override {}
 
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
@@ -103,6 +105,10 @@ namespace NVAlchemi {
           outputs.marshal_seconds = seconds_since(start);
 
           start = Clock::now();
+          // the graph's shapes change from step to step (rows, edges), which the optimizing
+          // executor answers by profiling and specializing again; off, the model runs op by
+          // op as written (the setting is LibTorch's; restored after this call)
+          torch::jit::GraphOptimizerEnabledGuard optimizer(graph_optimization);
           const c10::IValue result = module.forward({inputs});
           outputs.forward_seconds = seconds_since(start);
           if (!result.isGenericDict())
@@ -163,6 +169,7 @@ namespace NVAlchemi {
       torch::jit::Module module;
       std::string metadata;
       Placement placement;
+      bool graph_optimization = false;
     };
   }    // namespace
 
