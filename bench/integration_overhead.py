@@ -37,7 +37,8 @@ from ase.data import atomic_masses
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-from harness import atoms_per_rank, peak_rss_mb, peak_rss_wrapper, run_lammps, seconds_per_step  # noqa: E402
+from harness import (atoms_per_rank, last_run_rows, peak_rss_mb, peak_rss_wrapper, run_lammps,  # noqa: E402
+                     seconds_per_step)
 from phase_times import PHASES  # noqa: E402
 
 ELEMENTS = ("H", "O")
@@ -192,8 +193,7 @@ def step(args, model, data, ranks, workdir, pair_args=""):
     nlocal, nghost = atoms_per_rank(out)
     energy = float(re.findall(r"^\s+0\s+(\S+)", out, re.M)[0])
     # fix nvalchemi/dd's phase times (maximum over ranks), mean over the steps of the last run
-    block = out.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
-    rows = [[float(v) for v in line.split()[2:]] for line in block if line.strip()]
+    rows = [row[2:] for row in last_run_rows(out)]
     phases = {f"{name}_ms": 1e3 * sum(r[k] for r in rows) / len(rows) for k, name in enumerate(PHASES)}
     return seconds_per_step(out), nlocal + nghost, energy, {**phases, "peak_rss_mb": peak_rss_mb(rundir)}
 

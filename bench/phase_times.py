@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
-from harness import kokkos_switches, melt_commands, run_lammps, seconds_per_step  # noqa: E402
+from harness import kokkos_switches, last_run_rows, melt_commands, run_lammps, seconds_per_step  # noqa: E402
 
 # fix nvalchemi/dd statistics (doc/fix_nvalchemi_dd.rst), 1-based
 PHASES = {"model": 8, "glue": 9, "exchange": 10, "graph": 14, "tensors": 15, "forward": 16, "backward": 17,
@@ -55,9 +55,7 @@ def measure(args, model, cells, ranks, workdir, style="plain"):
                       lmp_args=kokkos_switches(args.threads) if style == "kk" else None)
     if proc.returncode != 0:
         sys.exit(f"run with {model} failed:\n{proc.stdout[-3000:]}")
-    # the thermo rows of the last run, without its setup step
-    block = proc.stdout.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
-    rows = [[float(v) for v in line.split()[1:]] for line in block if line.strip()]
+    rows = [row[1:] for row in last_run_rows(proc.stdout)]
     means = {name: 1e3 * sum(r[k] for r in rows) / len(rows) for k, name in enumerate(PHASES)}
     step_ms = 1e3 * seconds_per_step(proc.stdout)
     return dict(means, step=step_ms, glue_share_of_step=means["glue"] / step_ms)

@@ -37,7 +37,8 @@ from ase.build import bulk
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-from harness import atoms_per_rank, peak_rss_wrapper, run_lammps, seconds_per_step  # noqa: E402
+from harness import (address_space_cap, atoms_per_rank, peak_rss_per_rank_mb, peak_rss_wrapper,  # noqa: E402
+                     run_lammps, seconds_per_step)
 
 INPUT = """units metal
 atom_style atomic
@@ -117,10 +118,6 @@ def failure(proc):
     return f"exit status {proc.returncode}: {lines[-1][:120] if lines else ''}"
 
 
-def total_memory():
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def race_one(args, lmp, pair, data, grid, atoms, reference, workdir):
     ranks = int(np.prod([int(n) for n in grid.split("x")]))
     rundir = tempfile.mkdtemp(dir=workdir)
@@ -128,17 +125,13 @@ def race_one(args, lmp, pair, data, grid, atoms, reference, workdir):
         f.write(INPUT.format(grid=grid.replace("x", " "), data=data, pair=pair, steps=args.steps))
     result = {"bench": "sevenn_race", "atoms": len(atoms), "grid": grid, "ranks": ranks}
     try:
-        # a cap on each rank's address space, so that a run too large for the machine fails with
-        # an allocation error instead of waking the kernel's OOM killer
-        cap = ["prlimit", f"--as={int(args.memory_fraction * total_memory() / ranks)}"]
         proc = run_lammps(lmp, args.mpirun, ranks, "in.race", rundir, timeout=args.timeout,
-                          wrapper=cap + peak_rss_wrapper(rundir))
+                          wrapper=address_space_cap(args.memory_fraction, ranks) + peak_rss_wrapper(rundir))
     except SystemExit as exc:
         return {**result, "status": f"no result within {args.timeout} s: {str(exc).splitlines()[0][:120]}"}
     if proc.returncode != 0:
         return {**result, "status": failure(proc)}
-    with open(os.path.join(rundir, "peak_rss_kb")) as f:
-        rss = [int(line) / 1024 for line in f if line.strip().isdigit()]
+    rss = peak_rss_per_rank_mb(rundir)
     energy = float(re.findall(r"^\s+0\s+(\S+)\s*$", proc.stdout, re.M)[0])
     forces = np.loadtxt(os.path.join(rundir, "forces.dump"), skiprows=9)[:, 1:]
     nlocal, nghost = atoms_per_rank(proc.stdout)

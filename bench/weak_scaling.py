@@ -57,7 +57,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "unittest", "lammps"))
-from harness import run_lammps, seconds_per_step  # noqa: E402
+from harness import address_space_cap, last_run_rows, run_lammps, seconds_per_step  # noqa: E402
 from integration_overhead import INPUT, SPACING, export, mace_model  # noqa: E402
 
 GRIDS = {1: (1, 1, 1), 2: (2, 1, 1), 4: (2, 2, 1), 8: (2, 2, 2)}
@@ -133,18 +133,14 @@ def measure_one(args, model, framework, cells, ranks, mode, workdir):
         f.write(INPUT.format(processors=f"processors {' '.join(map(str, grid))}\n", data="system.data", model=model,
                              pair_args=f" halo {mode}", elements=" ".join(FRAMEWORKS[framework]["elements"]),
                              columns=columns, steps=args.steps))
-    # each rank's address space capped, so that a run too large for the machine fails with an
-    # allocation error instead of waking the kernel's OOM killer
-    cap = ["prlimit", f"--as={int(0.75 * os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / ranks)}"]
-    proc = run_lammps(args.lmp, args.mpirun, ranks, "in.weak", rundir, timeout=3600, wrapper=cap)
+    proc = run_lammps(args.lmp, args.mpirun, ranks, "in.weak", rundir, timeout=3600,
+                      wrapper=address_space_cap(0.75, ranks))
     if proc.returncode != 0:
         errors = re.findall(r"^ERROR.*$", proc.stdout + proc.stderr, re.M)
         print(f"weak_scaling: LAMMPS failed ({framework}, {mode}, {ranks} ranks): "
               f"{errors[0] if errors else proc.stderr[-500:]}", file=sys.stderr)
         return None
-    # the rows of the timed run's steps (its header and setup row left out)
-    block = proc.stdout.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
-    rows = np.array([[float(v) for v in line.split()[2:]] for line in block if line.strip()])
+    rows = np.array([row[2:] for row in last_run_rows(proc.stdout)])
     phases = dict(zip(STATS, rows.mean(axis=0)))
     return {"framework": framework, "mode": mode, "ranks": ranks, "atoms_per_rank": len(atoms) // ranks,
             "side": side, "ghosts_per_rank": phases.pop("ghosts") / ranks,

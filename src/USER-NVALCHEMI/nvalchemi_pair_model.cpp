@@ -135,7 +135,7 @@ namespace NVAlchemi {
     std::unique_ptr<Device> requested_device;
     std::vector<std::string> libraries;
     m.threads = 0;
-    m.jit_optimize = false;
+    bool jit_optimize = false;    // TorchScript's graph executor optimizes the model's graph
     int iarg = 1;
     try {
       while (iarg < narg) {
@@ -170,7 +170,7 @@ namespace NVAlchemi {
           iarg += 2;
         } else if (keyword == "jit_optimize") {
           need(1);
-          m.jit_optimize = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
+          jit_optimize = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
           iarg += 2;
         } else if (keyword == "device") {
           need(1);
@@ -197,7 +197,7 @@ namespace NVAlchemi {
     m.device = rank_device(lmp, requested_device.get());
     load_op_libraries(lmp, libraries);    // before the model: it may call their ops
     load_pair_model(lmp, arg[0], m);
-    m.model->set_graph_optimization(m.jit_optimize);
+    m.model->set_graph_optimization(jit_optimize);
   }
 
   void load_pair_model(LAMMPS *lmp, const char *file, PairModel &m)

@@ -30,7 +30,6 @@ namespace NVAlchemi {
     EnergyShare share;
     std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
     int threads = 0;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
-    bool jit_optimize = false;    // TorchScript's graph executor optimizes the model's graph
   };
 
   // The device this rank runs pair_style nvalchemi's model on (choose_device, with the rank's

@@ -42,10 +42,23 @@ def peak_rss_wrapper(rundir: str) -> List[str]:
     return ["/usr/bin/time", "-a", "-o", os.path.join(rundir, "peak_rss_kb"), "-f", "%M"]
 
 
+def peak_rss_per_rank_mb(rundir: str) -> List[float]:
+    """The peak resident memory of each rank of a run wrapped by peak_rss_wrapper, in MB."""
+    with open(os.path.join(rundir, "peak_rss_kb")) as f:
+        return [int(line) / 1024 for line in f if line.strip().isdigit()]
+
+
 def peak_rss_mb(rundir: str) -> float:
     """The largest peak resident memory of the ranks of a run wrapped by peak_rss_wrapper, in MB."""
-    with open(os.path.join(rundir, "peak_rss_kb")) as f:
-        return max(int(line) for line in f if line.strip().isdigit()) / 1024
+    return max(peak_rss_per_rank_mb(rundir))
+
+
+def address_space_cap(fraction: float, nranks: int) -> List[str]:
+    """A `wrapper` for run_lammps that caps each of `nranks` ranks' address space at its share of
+    `fraction` of the machine's memory, so that a run too large for the machine fails with an
+    allocation error instead of waking the kernel's OOM killer."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return ["prlimit", f"--as={int(fraction * memory / nranks)}"]
 
 
 # Where reference results (single-rank runs, oracle evaluations, test systems: what several tests
@@ -285,11 +298,17 @@ def timed_run_commands(steps):
             f"thermo_modify norm no format float %.15g\nthermo 1\nrun 0\nrun {steps}\n")
 
 
+def last_run_rows(output):
+    """The thermo rows (lists of floats, Step first) of the last run in LAMMPS' screen output,
+    its setup row left out."""
+    block = output.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
+    return [[float(v) for v in line.split()] for line in block if line.strip()]
+
+
 def last_run_column(output, column):
     """Values of thermo column `column` (0 = Step) in the rows of the last run in LAMMPS' screen
     output, its setup row left out."""
-    block = output.split("Step ")[-1].split("Loop time")[0].splitlines()[2:]
-    return [float(line.split()[column]) for line in block if line.strip()]
+    return [row[column] for row in last_run_rows(output)]
 
 
 def snapshot_commands(steps, dump_columns, global_values):
