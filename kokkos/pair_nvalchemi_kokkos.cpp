@@ -307,12 +307,16 @@ template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::request_neighb
 
 template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::compute(int eflag, int vflag)
 {
+  PairNVAlchemi::compute(eflag, vflag);
+  if (drives_dynamics() && !differentiates_energy()) atomKK->modified(Host, F_MASK);
+}
+
+template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::begin_evaluation()
+{
   const bool host_forces = !differentiates_energy();
   atomKK->sync(execution_space, X_MASK | F_MASK | TYPE_MASK);
   atomKK->sync(Host, TAG_MASK | (host_forces ? X_MASK | F_MASK : 0));
   graph_on_host = false;
-  PairNVAlchemi::compute(eflag, vflag);
-  if (host_forces) atomKK->modified(Host, F_MASK);
 }
 
 /* ----------------------------------------------------------------------

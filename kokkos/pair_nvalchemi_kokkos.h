@@ -45,6 +45,7 @@ template <class DeviceType> class PairNVAlchemiKokkos : public PairNVAlchemi {
   void init_style() override;
 
  protected:
+  void begin_evaluation() override;
   void request_neighbor_list() override;
   void build_rank_graph(NVAlchemi::Graph &) override;
   void add_edge_forces(const NVAlchemi::Graph &, const NVAlchemi::ModelOutputs &,

@@ -78,7 +78,7 @@ struct FixNVAlchemiDD::State {
   std::unique_ptr<NVAlchemi::HookRunner> hook;
 
   // what the features use
-  std::vector<PairNVAlchemi *> models;    // every pair_style nvalchemi instance
+  std::vector<PairNVAlchemi *> models;    // every pair_style nvalchemi that drives the dynamics
   Compute *pe = nullptr;                  // thermo_pe, for drift and snapshots
 
   // state
@@ -94,7 +94,7 @@ struct FixNVAlchemiDD::State {
 /* ----------------------------------------------------------------------
    fix ID group nvalchemi/dd [guard N] [maxforce F clamp|abort]
      [drift N window tolerance warn|error] [validate N tolerance]
-     [snapshot N file] [hook file.pt local|global|rank_zero N]
+     [snapshot N file] [snapshot_if v_name] [hook file.pt local|global|rank_zero N]
      [stage before_step|before_compute|after_compute|after_step]
 ------------------------------------------------------------------------- */
 
@@ -170,6 +170,14 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
       h.snapshots.every = interval(1);
       snapshot_file = arg[iarg + 2];
       iarg += 3;
+    } else if (keyword == "snapshot_if") {
+      need(1, "snapshot_if");
+      if (!utils::strmatch(arg[iarg + 1], "^v_"))
+        error->all(FLERR, iarg + 1,
+                   "fix nvalchemi/dd snapshot_if takes an equal-style variable as v_name, got {}",
+                   arg[iarg + 1]);
+      h.snapshots.condition = arg[iarg + 1] + 2;
+      iarg += 2;
     } else if (keyword == "hook") {
       need(3, "hook");
       hook_file = arg[iarg + 1];
@@ -205,6 +213,8 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
   if (h.guard.max_force > 0.0 && h.guard.every == 0)
     error->all(FLERR, "fix nvalchemi/dd maxforce needs the guard keyword (guard N)");
   if (h.drift.every) h.drift.fit.set_window(h.drift.window);
+  if (!h.snapshots.condition.empty() && !h.snapshots.every)
+    error->all(FLERR, "fix nvalchemi/dd snapshot_if selects snapshots: it needs the snapshot keyword");
 
   if (!hook_file.empty()) {
     h.hook = std::make_unique<NVAlchemi::HookRunner>(lmp, hook_file, hook_scope, hook_stage);
@@ -256,12 +266,10 @@ void FixNVAlchemiDD::init()
                "before_compute or after_compute (it is at {})",
                NVAlchemi::HOOK_STAGE_NAMES[static_cast<int>(stage)]);
 
+  // a committee member that does not drive (drive no) has no step of its own to watch
   h.models.clear();
-  for (int n = 1;; ++n) {
-    auto *model = dynamic_cast<PairNVAlchemi *>(force->pair_match("^nvalchemi", 0, n));
-    if (!model || std::find(h.models.begin(), h.models.end(), model) != h.models.end()) break;
-    h.models.push_back(model);
-  }
+  for (PairNVAlchemi *model : PairNVAlchemi::instances(force))
+    if (model->drives_dynamics()) h.models.push_back(model);
   // the hook runs where the model does
   if (h.hook) h.hook->place_on(h.models.empty() ? NVAlchemi::Device() : h.models.front()->device());
   if (h.validation.every && h.models.size() != 1)
@@ -275,6 +283,7 @@ void FixNVAlchemiDD::init()
                "species written to {}",
                h.snapshots.file);
 
+  if (h.snapshots.every) h.snapshots.find_condition();
   h.pe = nullptr;
   if (h.drift.every || h.snapshots.every) {
     h.pe = modify->get_compute_by_id("thermo_pe");

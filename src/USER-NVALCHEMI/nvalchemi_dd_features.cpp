@@ -10,8 +10,10 @@
 #include "domain.h"
 #include "error.h"
 #include "force.h"
+#include "input.h"
 #include "pair_nvalchemi.h"
 #include "update.h"
+#include "variable.h"
 
 #include "nvalchemi_consolidate.h"
 #include "nvalchemi_gather.h"
@@ -169,8 +171,26 @@ namespace NVAlchemi {
                  utils::getsyserror());
   }
 
+  void Snapshots::find_condition()
+  {
+    if (condition.empty()) return;
+    variable = input->variable->find(condition.c_str());
+    if (variable < 0)
+      error->all(FLERR, Error::NOLASTLINE,
+                 "Variable {} of fix nvalchemi/dd snapshot_if does not exist: define it before the "
+                 "run",
+                 condition);
+    if (!input->variable->equalstyle(variable))
+      error->all(FLERR, Error::NOLASTLINE,
+                 "Variable {} of fix nvalchemi/dd snapshot_if must be equal-style (a number each "
+                 "step; non-zero writes the snapshot)",
+                 condition);
+  }
+
   void Snapshots::write(int groupbit, Compute *pe, const std::vector<int> &atomic_number_of_type)
   {
+    // the same number on every rank: all of them gather, or none
+    if (variable >= 0 && input->variable->compute_equal(variable) == 0.0) return;
     const double energy = pe->compute_scalar();
     constexpr int WIDTH = 8;    // ID, type, x, f
     std::vector<double> mine;

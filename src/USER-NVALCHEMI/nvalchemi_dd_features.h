@@ -69,19 +69,23 @@ namespace NVAlchemi {
   };
 
   // The group gathered on rank 0, sorted by atom ID, appended as one extended-XYZ frame
-  // (positions relative to the box origin). Collective.
+  // (positions relative to the box origin), when the condition (an equal-style variable, if
+  // given) is not zero. Collective.
   class Snapshots : protected Pointers {
    public:
     explicit Snapshots(LAMMPS *lmp) : Pointers(lmp) {}
     ~Snapshots() override;
     void open(const std::string &path);    // rank 0 opens (truncates) the file
+    void find_condition();                 // at init: the variable must exist, equal-style
     void write(int groupbit, Compute *pe, const std::vector<int> &atomic_number_of_type);
 
     int every = 0;
     std::string file;
+    std::string condition;    // name of the variable that selects the frames written; empty: all
 
    private:
     FILE *fp = nullptr;    // rank 0
+    int variable = -1;
   };
 
 }    // namespace NVAlchemi

@@ -135,6 +135,7 @@ namespace NVAlchemi {
     std::unique_ptr<Device> requested_device;
     std::vector<std::string> libraries;
     m.threads = 0;
+    m.drives = true;
     bool jit_optimize = false;    // TorchScript's graph executor optimizes the model's graph
     int iarg = 1;
     try {
@@ -171,6 +172,10 @@ namespace NVAlchemi {
         } else if (keyword == "jit_optimize") {
           need(1);
           jit_optimize = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
+          iarg += 2;
+        } else if (keyword == "drive") {
+          need(1);
+          m.drives = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
           iarg += 2;
         } else if (keyword == "device") {
           need(1);

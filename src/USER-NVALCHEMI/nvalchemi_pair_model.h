@@ -30,6 +30,9 @@ namespace NVAlchemi {
     EnergyShare share;
     std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
     int threads = 0;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
+    // false (drive no): a committee member that adds nothing to LAMMPS' energy, forces and
+    // virial, evaluated only when compute nvalchemi/deviation asks
+    bool drives = true;
   };
 
   // The device this rank runs pair_style nvalchemi's model on (choose_device, with the rank's
@@ -50,7 +53,7 @@ namespace NVAlchemi {
 
   // Collective. pair_style nvalchemi <model> [spec <preset>] [halo <mode>]
   // [forces model|node_energy|global_energy] [static_shapes yes|no] [threads N] [jit_optimize yes|no]
-  // [device cpu|cuda|cuda:N] [library <file.so>] [output <name> <kind> <reduce>] ...:
+  // [drive yes|no] [device cpu|cuda|cuda:N] [library <file.so>] [output <name> <kind> <reduce>] ...:
   // the keywords parsed into `m` (errors name the keyword), the rank's device chosen, the
   // operator libraries loaded, then the model (load_pair_model).
   void setup_pair_model(LAMMPS *lmp, int narg, char **arg, PairModel &m);

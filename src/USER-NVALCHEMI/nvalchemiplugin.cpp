@@ -1,13 +1,14 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI as a LAMMPS plugin: `plugin load nvalchemiplugin.so`
-   registers pair_style nvalchemi, fix nvalchemi/dd and computes nvalchemi/atom and
-   nvalchemi/global. Built by cmake/plugin/CMakeLists.txt.
+   registers pair_style nvalchemi, fix nvalchemi/dd and computes nvalchemi/atom,
+   nvalchemi/global and nvalchemi/deviation. Built by cmake/plugin/CMakeLists.txt.
 ------------------------------------------------------------------------- */
 
 #include "lammpsplugin.h"
 #include "version.h"
 
 #include "compute_nvalchemi_atom.h"
+#include "compute_nvalchemi_deviation.h"
 #include "compute_nvalchemi_global.h"
 #include "fix_nvalchemi_dd.h"
 #include "pair_nvalchemi.h"
@@ -22,6 +23,9 @@ static Compute *nvalchemi_atom_creator(LAMMPS *lmp, int narg, char **arg)
 
 static Compute *nvalchemi_global_creator(LAMMPS *lmp, int narg, char **arg)
 { return new ComputeNVAlchemiGlobal(lmp, narg, arg); }
+
+static Compute *nvalchemi_deviation_creator(LAMMPS *lmp, int narg, char **arg)
+{ return new ComputeNVAlchemiDeviation(lmp, narg, arg); }
 
 static Fix *nvalchemi_dd_creator(LAMMPS *lmp, int narg, char **arg)
 { return new FixNVAlchemiDD(lmp, narg, arg); }
@@ -52,6 +56,11 @@ extern "C" __attribute__((visibility("default"))) void lammpsplugin_init(void *l
   plugin.name = "nvalchemi/global";
   plugin.info = "USER-NVALCHEMI compute nvalchemi/global (per-system model outputs)";
   plugin.creator.v2 = (lammpsplugin_factory2 *) &nvalchemi_global_creator;
+  (*register_plugin)(&plugin, lmp);
+
+  plugin.name = "nvalchemi/deviation";
+  plugin.info = "USER-NVALCHEMI compute nvalchemi/deviation (model deviation of a committee)";
+  plugin.creator.v2 = (lammpsplugin_factory2 *) &nvalchemi_deviation_creator;
   (*register_plugin)(&plugin, lmp);
 
   plugin.style = "fix";

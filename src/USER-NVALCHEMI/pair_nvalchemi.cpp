@@ -75,6 +75,8 @@ struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   bool nofdotr_implied = false;    // this style set no_virial_fdotr_compute for the model
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
+  bigint force_calls = 0;       // compute() calls: one per force evaluation of the run
+  bigint evaluated_call = -1;   // the force evaluation whose configuration the model last ran on
   // consolidated extra outputs and the evaluation they belong to
   struct Consolidated {
     std::vector<double> values;
@@ -145,6 +147,19 @@ void PairNVAlchemi::allocate()
   memory->create(cutsq, n, n, "pair:cutsq");
   memory->create(cutghost, n, n, "pair:cutghost");
   map = new int[n];    // freed by Pair::~Pair()
+}
+
+/* ---------------------------------------------------------------------- */
+
+std::vector<PairNVAlchemi *> PairNVAlchemi::instances(Force *force)
+{
+  // pair_match returns a plain (not hybrid) style for every n
+  std::vector<PairNVAlchemi *> found;
+  for (int n = 1;; ++n) {
+    auto *pair = dynamic_cast<PairNVAlchemi *>(force->pair_match("^nvalchemi", 0, n));
+    if (!pair || std::find(found.begin(), found.end(), pair) != found.end()) return found;
+    found.push_back(pair);
+  }
 }
 
 /* ----------------------------------------------------------------------
@@ -262,6 +277,12 @@ void PairNVAlchemi::init_style()
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi has no tail correction (pair_modify tail yes): the model "
                "defines its own cutoff behaviour; use pair_modify tail no");
+  if (!state->drives && force->pair == this)
+    error->all(FLERR, Error::NOLASTLINE,
+               "pair_style nvalchemi {} drive no adds nothing to the dynamics: use it as a "
+               "sub-style of pair_style hybrid/overlay beside the model that drives, as a "
+               "committee member of compute nvalchemi/deviation",
+               state->model_file);
   const NVAlchemi::Halo &halo = *state->halo;
   const std::string mode = NVAlchemi::to_string(halo.mode());
   if (halo.maps_atoms_by_id() && atom->tag_enable == 0)
@@ -310,15 +331,68 @@ double PairNVAlchemi::init_one(int i, int j)
 
 /* ----------------------------------------------------------------------
    one model call per step on owned + ghost rows, then consolidation of
-   energy, forces and virial as the spec says (doc/Howto_nvalchemi_spec.rst)
+   energy, forces and virial as the spec says (doc/Howto_nvalchemi_spec.rst);
+   a committee member that does not drive the dynamics (drive no) adds
+   nothing and runs its model only when compute nvalchemi/deviation asks
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::compute(int eflag, int vflag)
 {
-  const double start = platform::walltime();
   ev_init(eflag, vflag);
-
   State &s = *state;
+  ++s.force_calls;
+  if (!s.drives) return;
+
+  const double start = platform::walltime();
+  const double model_seconds = evaluate_model(eflag_atom || vflag_atom || !s.share.differentiate);
+  const double tally_start = platform::walltime();
+  stop_on_output_error(lmp, s.model_file, [&] {
+    tally_energy();
+    tally_forces();
+  });
+  if (vflag_fdotr) virial_fdotr_compute();
+  summary.tally = platform::walltime() - tally_start;
+  summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
+}
+
+/* ----------------------------------------------------------------------
+   the model on this force evaluation's configuration, once (collective:
+   every rank counts the same force evaluations)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::evaluate_configuration()
+{
+  State &s = *state;
+  if (s.force_calls == 0)
+    error->all(FLERR, Error::NOLASTLINE,
+               "pair_style nvalchemi model {} asked for before the first force evaluation of a "
+               "run",
+               s.model_file);
+  if (s.evaluated_call == s.force_calls) return;
+  const double start = platform::walltime();
+  const double model_seconds = evaluate_model(true);
+  summary.tally = 0.0;
+  summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
+}
+
+bool PairNVAlchemi::drives_dynamics() const
+{ return state->drives; }
+
+bigint PairNVAlchemi::force_evaluations() const
+{ return state->force_calls; }
+
+/* ----------------------------------------------------------------------
+   this rank's graph, the model call with its exchange ops and the checks of
+   what it returned, outputs in rows of this rank's atoms (on the host when
+   `host_outputs`, or when a variant keeps them elsewhere and a check needs
+   them); the seconds in the model call
+------------------------------------------------------------------------- */
+
+double PairNVAlchemi::evaluate_model(bool host_outputs)
+{
+  const double start = platform::walltime();
+  State &s = *state;
+  begin_evaluation();
   build_rank_graph(s.graph);
   if (s.halo->makes_model_graph()) graph_to_host(s.graph);
   NVAlchemi::Graph &model_graph = halo_model_graph();
@@ -343,29 +417,24 @@ void PairNVAlchemi::compute(int eflag, int vflag)
   s.halo->to_rank_rows(s.spec, s.graph, s.outputs);
   const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
+  s.evaluated_call = s.force_calls;
   check_exchange_calls();
   NVAlchemi::provide_framework_outputs(s.spec, s.share, s.outputs);
   report_narrow_comm();
-  step_to_host(s.graph, s.outputs, eflag_atom || vflag_atom || !s.share.differentiate);
-
-  const double tally_start = platform::walltime();
+  step_to_host(s.graph, s.outputs, host_outputs);
   stop_on_output_error(lmp, s.model_file, [&] {
     NVAlchemi::check_finite(s.spec, s.share, s.graph, s.outputs, [&](int64_t row) {
       return static_cast<int64_t>(atom->tag[s.graph.row_atom[row]]);
     });
-    tally_energy();
-    tally_forces();
   });
-  if (vflag_fdotr) virial_fdotr_compute();
-  summary.tally = platform::walltime() - tally_start;
 
   summary.exchange = exchange.seconds;
   summary.model = model_seconds - summary.exchange - s.outputs.marshal_seconds;
-  summary.glue = platform::walltime() - start - model_seconds + s.outputs.marshal_seconds;
   summary.tensors = s.outputs.marshal_seconds;
   summary.forward = s.outputs.forward_seconds;
   summary.backward = s.outputs.backward_seconds;
   summary.edges = s.graph.num_edges();
+  return model_seconds;
 }
 
 /* ----------------------------------------------------------------------

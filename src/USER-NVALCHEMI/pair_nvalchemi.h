@@ -47,11 +47,23 @@ class PairNVAlchemi : public Pair {
   void unpack_reverse_comm(int, int *, double *) override;
   double memory_usage() override;
 
+  // every pair_style nvalchemi of the run (the sub-styles of a hybrid in order)
+  static std::vector<PairNVAlchemi *> instances(class Force *force);
+
   // A model output consolidated as its spec says, for compute nvalchemi/atom and
   // nvalchemi/global. Collective: every rank must call. peratom_output returns `width` values
   // per owned atom (row-major, atoms [0, nlocal)); global_output returns `size` values.
   const double *peratom_output(const char *name, int width);
   const double *global_output(const char *name, int size);
+
+  // Committee members (compute nvalchemi/deviation). Collective: the model run on the
+  // configuration of the run's last force evaluation, unless it ran on it already (a member
+  // that drives the dynamics always has); then decomposed_contribution gives its result.
+  void evaluate_configuration();
+  // false for `drive no`: the member adds nothing to LAMMPS' energy, forces and virial
+  bool drives_dynamics() const;
+  // force evaluations (compute() calls) so far: the same count on every rank
+  bigint force_evaluations() const;
 
   // For fix nvalchemi/dd validate. Collective: this run's last evaluation, consolidated over
   // ranks; forces of owned atoms [0, nlocal).
@@ -86,6 +98,9 @@ class PairNVAlchemi : public Pair {
   double saved_cutghostuser;    // comm_modify cutoff before a deep halo raised it; < 0: untouched
 
   virtual void allocate();
+  // what a variant does before the model runs on the current configuration (the Kokkos style
+  // syncs the atoms' arrays)
+  virtual void begin_evaluation() {}
   // what a variant (the Kokkos style) does its own way: the neighbor list it asks for, this
   // rank's graph built from it, and the edge forces (with their virial, when `virial` is not
   // null) added into the atoms' forces
@@ -112,6 +127,7 @@ class PairNVAlchemi : public Pair {
   virtual void pad_graph(NVAlchemi::Graph &graph, int64_t rows, int64_t edges);
   virtual void step_to_host(NVAlchemi::Graph &, NVAlchemi::ModelOutputs &, bool /*needed*/) {}
   bool differentiates_energy() const;
+  double evaluate_model(bool host_outputs);
   void apply_model();
   const double *consolidated_output(const char *name, bool peratom, int n);
   NVAlchemi::Graph &halo_model_graph();

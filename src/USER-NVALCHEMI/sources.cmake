@@ -3,11 +3,13 @@
 # include LAMMPS headers and nothing of LibTorch.
 set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_atom.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_deviation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_global.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fix_nvalchemi_dd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_archive.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_atom_comm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_committee.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_consolidate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_features.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_device.cpp

@@ -80,8 +80,8 @@ def atom_types(snippet):
         words = line.split("#")[0].split()
         if words[:3] == ["pair_coeff", "*", "*"]:
             names = words[3:]
-            if names and names[0] == "nvalchemi":    # a hybrid sub-style
-                names = names[1:]
+            if names and names[0] == "nvalchemi":    # a hybrid sub-style (with its index)
+                names = names[2:] if len(names) > 1 and names[1].isdigit() else names[1:]
             return len(names)
     return 1
 

@@ -20,6 +20,8 @@
 * examples/dftd3: the two instances' energies (compute pair) add up to pe;
 * examples/gp: without 'spec SPEC_MPNN_GP' (halo layerwise) the thermo is the same, and the gp
   run reports its static shapes;
+* examples/committee: model_devi.out has a row per thermo step with the thermo's max_devi_f,
+  and candidates.xyz holds exactly the frames whose max_devi_f is above the threshold;
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
   lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
   pe (pe minus the same run without fix_modify energy equals f_dd);
@@ -230,9 +232,19 @@ def main():
         check("dd", f"the umbrella's energy enters pe ({added:.6g} = f_dd {t['f_dd'][0]:.6g})",
               t["f_dd"][0] > 0 and abs(added - t["f_dd"][0]) <= 2e-6 * abs(t["PotEng"][0]))
 
+        committee = Example(args, workdir, "committee")
+        t = thermo(committee.run("committee"))
+        table = np.loadtxt(os.path.join(committee.dir, "model_devi.out"), ndmin=2)
+        check("committee", "model_devi.out has a row per 10 steps, its max_devi_f that of the thermo",
+              list(table[:, 0]) == list(t["Step"]) and close(table[:, 4], t["c_dev[4]"], 1e-6))
+        written = [int(w) for w in re.findall(r"timestep=(\d+)", open(os.path.join(committee.dir, "candidates.xyz")).read())]
+        above = [int(step) for step, devi in zip(t["Step"], t["c_dev[4]"]) if devi > 6.0]
+        check("committee", f"candidates.xyz holds the frames with max_devi_f > 6 ({written})",
+              0 < len(written) < len(t["Step"]) and written == above)
+
         # the logs committed beside each example (log.<date>.<name>[.kk].g++.<ranks>) are of its
         # input as it is and print the effective spec this build prints
-        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd):
+        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd, committee):
             logs = sorted(glob.glob(os.path.join(args.repo, "examples", example.name, "log.*")))
             check(example.name, f"has committed logs ({len(logs)})", len(logs) > 0)
             for log in logs:
@@ -246,7 +258,7 @@ def main():
 
         # every example's input under the KOKKOS package (pair_style nvalchemi/kk), the same but for
         # its last run cut to KOKKOS_STEPS (the kokkos.* tests follow /kk over longer runs)
-        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd):
+        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd, committee):
             runs = list(re.finditer(r"^run(\s+)\d+", example.source, re.MULTILINE))
             text = (example.source[:runs[-1].start()] + f"run{runs[-1].group(1)}{KOKKOS_STEPS}" +
                     example.source[runs[-1].end():])
