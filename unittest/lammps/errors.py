@@ -464,6 +464,20 @@ def cases(lj_model, models):
          dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_zero_forces']} rank_zero 1 stage after_step\n"
                         "velocity all create 1.0 1\nfix nve all nve\nrun 1\n"),
          r"hook .*hook_zero_forces\.pt returned forces at stage after_step, where they would not act"),
+        ("drive no without a model that drives", dict(ok, keywords=" drive no"),
+         r"pair_style nvalchemi .*lj_ar\.pt drive no adds nothing to the dynamics: use it as a sub-style of "
+         r"pair_style hybrid/overlay"),
+        ("deviation of one model", dict(ok, after="compute dev all nvalchemi/deviation\nthermo_style custom step c_dev[4]\n"),
+         r"compute nvalchemi/deviation needs a committee of at least two pair_style nvalchemi models.*\(found 1\)"),
+        ("committee members with other elements",
+         dict(ok, after=f"pair_style hybrid/overlay nvalchemi {lj_model} nvalchemi {lj_model} drive no\n"
+                        "pair_coeff * * nvalchemi 1 Ar Ar\npair_coeff * * nvalchemi 2 Ar NULL\n"
+                        "compute dev all nvalchemi/deviation\nthermo_style custom step c_dev[4]\n"),
+         r"sub-styles 1 and 2 give the atom types different elements \(or NULL\)"),
+        ("fix: snapshot_if without v_", dict(ok, after="fix dd all nvalchemi/dd snapshot 1 s.xyz snapshot_if 3\n"),
+         r"snapshot_if takes an equal-style variable as v_name, got 3"),
+        ("fix: snapshot_if of no variable", dict(ok, after="fix dd all nvalchemi/dd snapshot 1 s.xyz snapshot_if v_nope\n"),
+         r"Variable nope of fix nvalchemi/dd snapshot_if does not exist"),
         ("fix: hook forces of the wrong shape", dict(ok, after=f"fix dd all nvalchemi/dd hook {models['hook_bad_forces']} local 1\n"),
          r"Fix nvalchemi/dd hook .*hook_bad_forces\.pt failed on step 0: the hook's output 'forces' has \d+ values, expected"),
     ]
