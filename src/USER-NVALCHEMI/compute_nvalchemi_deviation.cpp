@@ -26,6 +26,7 @@
 #include "nvalchemi_committee.h"
 #include "nvalchemi_consolidate.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>

@@ -3,13 +3,14 @@ decompositions.
 
 A committee of three SchNet-style models (potentials/committee_ar_*.pt: members 0 and 1 built for
 halo mode layerwise, member 2 for deep) as sub-styles of pair_style hybrid/overlay; member 0
-drives, 1 and 2 are `drive no`. The system is an fcc argon slab (x in [0, 4] lattice units of a
-box 10 long, periodic; two atom types, both Ar), so that on 4x1x1 a rank owns no atoms.
+drives, 1 and 2 are `drive no`. The system is an fcc argon slab (x in [0.5, 4.5] lattice units of a
+box 14 long with fixed x boundaries; two atom types, both Ar), so that on 4x1x1 one rank owns no
+atoms but holds ghosts and another has neither (more than the deep member's ghost shell away).
 
 - Oracle, after `run 0` on 1 rank: each member evaluated alone on the whole periodic cell in
   plain PyTorch (schnet.reference), the deviations computed from those by DeePMD-kit's formulas
   in numpy: every atom's force deviation and the 7 global values, to --tol relative.
-- Parity: per-atom deviations and the global values after 0 and --steps NVE steps on 2 (2x1x1),
+- Parity: per-atom deviations and the global values after 0 and --steps NVE steps on 2 (1x2x1),
   4 (4x1x1, empty subdomains) and 3 ranks (comm_style tiled) equal the 1-rank run's to --tol.
 - The deepmd-layout file written by fix ave/time, and fix nvalchemi/dd snapshot_if: the frames
   written are those whose largest force deviation is above the threshold.
@@ -23,12 +24,15 @@ import numpy as np
 
 from harness import (Checks, decomposition, input_head, relative_difference, run_snapshots, snapshot_commands,
                      write_system)
+from empty_ranks import run_statistic
+from mp_parity import evaluate_oracle
 
 # written once on 1 rank (harness.write_system: displaced, two types, velocities), so that atom
 # IDs do not depend on the decomposition
-SLAB = """region box block 0 10 0 5 0 5
+SLAB = """boundary f p p
+region box block 0 14 0 5 0 5
 create_box 2 box
-region slab block 0 4 INF INF INF INF
+region slab block 0.5 4.5 INF INF INF INF
 create_atoms 1 region slab
 """
 GLOBALS = [f"c_dev[{k}]" for k in range(1, 8)] + ["pe", "lx", "ly", "lz"]
@@ -45,31 +49,23 @@ def committee_lines(potentials):
 
 def run(args, workdir, label, nranks, grid, tiled, steps, extra=""):
     comm, balance = decomposition(grid, tiled)
-    text = input_head(f"read_data {args.data}", committee_lines(args.potentials), comm=comm, balance=balance) + extra
+    text = input_head(f"read_data {args.data}", committee_lines(args.potentials), boundary="boundary f p p",
+                      comm=comm, balance=balance) + extra
     text += snapshot_commands(steps, "id xu yu zu c_dev", GLOBALS)
-    snaps, _ = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, steps)
-    return snaps
+    return run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, steps)
 
 
 def oracle(args, atoms, cell):
-    """Each member alone on the whole cell in plain PyTorch; deepmd's deviations in numpy."""
-    import torch
-    import nvalchemi_lammps.ops  # noqa: F401  (single-process torch.ops.nvalchemi)
-    import schnet
-
-    torch.set_num_threads(1)
-    x = torch.tensor(atoms[:, 1:4], dtype=torch.float64)
-    numbers = torch.full((x.shape[0],), 18, dtype=torch.int64)
+    """Each member alone on the whole cell in plain PyTorch (mp_parity.evaluate_oracle); deepmd's
+    deviations in numpy."""
     energies, forces, virials = [], [], []
     for name in ("committee_ar_0.pt", "committee_ar_1.pt", "committee_ar_2_deep.pt"):
-        model = torch.jit.load(os.path.join(args.potentials, name))
-        e, f, w, _ = schnet.reference(model, x, numbers, torch.tensor(cell, dtype=torch.float64))
-        energies.append(float(e))
-        forces.append(f.detach().numpy())
-        voigt = w.detach().numpy()
-        virials.append(np.array([[voigt[0], voigt[3], voigt[4]], [voigt[3], voigt[1], voigt[5]],
-                                 [voigt[4], voigt[5], voigt[2]]]).reshape(9))
-    n = x.shape[0]
+        result = evaluate_oracle(os.path.join(args.potentials, name), atoms[:, 1:4], cell)
+        energies.append(float(result["energy"][0]))
+        forces.append(result["forces"])
+        xx, yy, zz, xy, xz, yz = result["virial"]
+        virials.append(np.array([xx, xy, xz, xy, yy, yz, xz, yz, zz]))
+    n = atoms.shape[0]
     per_atom = np.linalg.norm(np.std(np.array(forces), axis=0), axis=-1)
     v = np.std(np.array(virials) / n, axis=0)
     e = np.std(np.array(energies) / n)
@@ -101,7 +97,7 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="nvalchemi-committee-") as workdir:
         args.data = write_system(args.lmp, args.mpirun, SLAB, workdir)
-        single = run(args, workdir, "np1", 1, (1, 1, 1), False, steps)
+        single, _ = run(args, workdir, "np1", 1, (1, 1, 1), False, steps)
 
         atoms, g = single[0]
         energy, per_atom, values = oracle(args, atoms, np.diag(g[8:11]))
@@ -110,9 +106,12 @@ def main():
         check("energy of the driving member vs oracle", relative_difference(g[7:8], np.array([energy])), args.tol)
         check.expect(values[3] > 1e-3 and values[6] > 0.0, f"the members disagree (max_devi_f {values[3]:.3g})")
 
-        for label, nranks, grid, tiled in (("np2_2x1x1", 2, (2, 1, 1), False), ("np4_4x1x1", 4, (4, 1, 1), False),
+        for label, nranks, grid, tiled in (("np2_1x2x1", 2, (1, 2, 1), False), ("np4_4x1x1", 4, (4, 1, 1), False),
                                            ("np3_tiled", 3, (0, 0, 0), True)):
-            tested = run(args, workdir, label, nranks, grid, tiled, steps)
+            tested, output = run(args, workdir, label, nranks, grid, tiled, steps)
+            if label == "np4_4x1x1":
+                check.expect(run_statistic(output, "Nlocal")[2] == 0 and run_statistic(output, "Nghost")[2] == 0,
+                             "on 4x1x1 a rank has neither atoms nor ghost atoms")
             for step in steps:
                 check(f"{label} step {step}: per-atom deviations vs np1",
                       relative_difference(tested[step][0][:, 4], single[step][0][:, 4]), args.tol)
@@ -125,7 +124,7 @@ def main():
                  f'title1 "# model deviation" title2 "# step {MODEL_DEVI_COLUMNS}"\n'
                  f'variable above equal "c_dev[4] > {threshold!r}"\n'
                  f"fix dd all nvalchemi/dd snapshot {every} candidates.xyz snapshot_if v_above\n")
-        run(args, workdir, "np2_selected", 2, (2, 1, 1), False, steps, extra)
+        run(args, workdir, "np2_selected", 2, (1, 2, 1), False, steps, extra)
         rundir = os.path.join(workdir, "np2_selected")
         table = np.loadtxt(os.path.join(rundir, "model_devi.out"), ndmin=2)
         header = open(os.path.join(rundir, "model_devi.out")).read().splitlines()[1]
