@@ -38,6 +38,25 @@ namespace NVAlchemi {
       auto it = spec.outputs.find(name);
       return it != spec.outputs.end() && it->second.kind == kind;
     }
+
+    // The model's per-atom virials (node_virial_key [N,3,3] per_node) on their consolidated
+    // rows, with their row weight: add(row, v, value) for each of LAMMPS' components v (xx yy
+    // zz xy xz yz). False when the spec does not declare them; throws OutputError, naming
+    // `purpose`, when the model did not return them so.
+    template <class Add>
+    bool node_virials(const MLIPSpec &spec, const Graph &graph, const ModelOutputs &outputs,
+                      int nprocs, const std::string &purpose, Add &&add)
+    {
+      const std::string &key = *spec.node_virial_key;
+      if (!declared_as(spec, key, OutputKind::PER_NODE)) return false;
+      const OutputSpec &declared = spec.outputs.at(key);
+      const auto &w = row_output(outputs, key, graph, 9, purpose).values;
+      const double weight = row_weight(declared, nprocs);
+      for (int64_t r = 0, n = consolidated_rows(declared, graph); r < n; ++r)
+        for (int v = 0; v < 6; ++v)
+          add(r, v, weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]]);
+      return true;
+    }
   }    // namespace
 
   bool sums_ghost_rows(const OutputSpec &spec)
@@ -144,14 +163,40 @@ namespace NVAlchemi {
         virial[v] += weight * w[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
       return true;
     }
-    const std::string &node_key = *spec.node_virial_key;
-    if (!declared_as(spec, node_key, OutputKind::PER_NODE)) return false;
-    const OutputSpec &declared = spec.outputs.at(node_key);
-    const auto &w = row_output(outputs, node_key, graph, 9, purpose).values;
-    const double weight = row_weight(declared, nprocs);
-    for (int64_t r = 0, n = consolidated_rows(declared, graph); r < n; ++r)
-      for (int v = 0; v < 6; ++v)
-        virial[v] += weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+    return node_virials(spec, graph, outputs, nprocs, purpose,
+                        [virial](int64_t, int v, double w) { virial[v] += w; });
+  }
+
+  bool add_atom_energies(const RankResult &result, double *eatom)
+  {
+    const Graph &graph = result.graph;
+    const std::string &key = *result.spec.node_energy_key;
+    if (!declared_as(result.spec, key, OutputKind::PER_NODE)) return false;
+    const auto &energies = row_output(result.outputs, key, graph, 1, "Per-atom energy").values;
+    const int64_t rows = consolidated_rows(result.spec.outputs.at(key), graph);
+    for (int64_t r = 0; r < rows; ++r) eatom[graph.row_atom[r]] += energies[r];
+    return true;
+  }
+
+  bool add_atom_virials(const RankResult &result, double *const *vatom)
+  {
+    const Graph &graph = result.graph;
+    if (!result.share.differentiate)
+      return node_virials(result.spec, graph, result.outputs, result.nprocs, "Per-atom virials",
+                          [&](int64_t r, int v, double w) { vatom[graph.row_atom[r]][v] += w; });
+    const double *g = result.outputs.host_edge_gradients();
+    if (!g) return true;
+    const int64_t *edges = graph.edges.data();
+    const double *rij = graph.edge_vectors.data();
+    for (int64_t e = 0; e < graph.num_edges(); ++e) {
+      const int i = graph.row_atom[edges[2 * e + 1]], j = graph.row_atom[edges[2 * e]];
+      const double *r = rij + 3 * e, *ge = g + 3 * e;
+      for (int v = 0; v < 6; ++v) {
+        const double half = 0.5 * (r[VIRIAL_VOIGT[v][0]] * -ge[VIRIAL_VOIGT[v][1]]);
+        vatom[i][v] += half;
+        vatom[j][v] += half;
+      }
+    }
     return true;
   }
 

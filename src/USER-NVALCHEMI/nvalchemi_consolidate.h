@@ -139,6 +139,17 @@ namespace NVAlchemi {
   // that the spec does not declare. Throws OutputError.
   bool consolidate_forces(const RankResult &result, ForceConsumer &consumer);
 
+  // Per-atom energies and virials: what the pair style tallies into LAMMPS' eatom[atom] and
+  // vatom[atom][6] (ghost atoms too, whose partials LAMMPS sums into their owners).
+  // The node energies (node_energy_key) on their consolidated rows. Returns false when the spec
+  // does not declare them per_node. Throws OutputError.
+  bool add_atom_energies(const RankResult &result, double *eatom);
+  // With a differentiated energy share, each edge's -r (x) g split evenly between its two atoms;
+  // else the model's per-atom virials (node_virial_key [N,3,3]) on their consolidated rows with
+  // their row weight. Returns false when the spec does not declare those per_node. Throws
+  // OutputError.
+  bool add_atom_virials(const RankResult &result, double *const *vatom);
+
   // One evaluation's energy, forces and virial: a rank's part, or (summed over ranks) the
   // decomposed result that fix nvalchemi/dd validate compares with the single-process reference.
   struct Contribution {

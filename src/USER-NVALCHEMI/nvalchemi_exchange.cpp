@@ -46,6 +46,16 @@ namespace NVAlchemi {
         std::to_string(size) + (rows ? " values per row)" : " values)");
   }
 
+  void CallPoint::to_words(int64_t words[WORDS]) const
+  {
+    words[0] = calls;
+    words[1] = static_cast<int64_t>(call);
+    words[2] = size;
+  }
+
+  CallPoint CallPoint::from_words(const int64_t words[WORDS])
+  { return {words[0], static_cast<ExchangeCall>(words[1]), words[2]}; }
+
   std::string where_ranks_stood(const std::vector<CallPoint> &points)
   {
     constexpr size_t NAMED = 8;
@@ -81,10 +91,10 @@ namespace NVAlchemi {
   void Exchanger::agree(ExchangeCall call, int64_t size)
   {
     here = {made, call, size};
-    const int64_t mine[3] = {made, static_cast<int64_t>(call), size};
-    int64_t lowest[3], highest[3];
-    range_over_ranks(mine, lowest, highest, 3);
-    if (!std::equal(lowest, lowest + 3, highest)) {
+    int64_t mine[CallPoint::WORDS], lowest[CallPoint::WORDS], highest[CallPoint::WORDS];
+    here.to_words(mine);
+    range_over_ranks(mine, lowest, highest, CallPoint::WORDS);
+    if (!std::equal(lowest, lowest + CallPoint::WORDS, highest)) {
       disagreed = true;
       throw ExchangeMismatch("the ranks made different exchange calls; this rank: " + here.str());
     }

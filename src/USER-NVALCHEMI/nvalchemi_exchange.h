@@ -43,6 +43,10 @@ namespace NVAlchemi {
     int64_t size = 0;    // values per row (row ops) or values summed (sums)
     // "exchange call 3 (refresh_neighbors, 16 values per row)" or "returned after 2 calls"
     std::string str() const;
+    // as the integers the ranks compare and gather: calls, call, size
+    static constexpr int WORDS = 3;
+    void to_words(int64_t words[WORDS]) const;
+    static CallPoint from_words(const int64_t words[WORDS]);
   };
 
   // Where the ranks stood, `points` [nprocs] in rank order, ranks grouped by point in the

@@ -27,6 +27,7 @@
 
 #include "nvalchemi_atom_comm.h"
 #include "nvalchemi_consolidate.h"
+#include "nvalchemi_exchange_checks.h"
 #include "nvalchemi_graph.h"
 #include "nvalchemi_halo.h"
 #include "nvalchemi_lammps.h"
@@ -46,9 +47,6 @@
 
 using namespace LAMMPS_NS;
 using NVAlchemi::OutputKind;
-using NVAlchemi::OutputSpec;
-using NVAlchemi::Reduce;
-using NVAlchemi::VIRIAL_VOIGT;
 
 #ifdef NVALCHEMI_PLUGIN
 static constexpr const char *BUILD_ROUTE = "plugin";
@@ -84,7 +82,6 @@ struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   };
   std::map<std::string, Consolidated> consolidated;
 
-  const OutputSpec &output_spec(const std::string &name) const { return spec.outputs.at(name); }
   NVAlchemi::RankResult result(const Domain *domain, int nprocs) const
   {
     return {spec, share, graph, outputs, domain->xprd * domain->yprd * domain->zprd, nprocs};
@@ -412,15 +409,13 @@ double PairNVAlchemi::evaluate_model(bool host_outputs)
       error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                  s.model_file, update->ntimestep, e.what());
   }
-  if (exchange.mismatched()) stop_on_exchange_mismatch();
+  NVAlchemi::check_exchange_calls(lmp, s, *s.halo, comm_forward, s.narrow_comm_reported);
   // the consolidation reads rows of this rank's atoms
   s.halo->to_rank_rows(s.spec, s.graph, s.outputs);
   const double model_seconds = platform::walltime() - model_start;
   ++s.evaluations;
   s.evaluated_call = s.force_calls;
-  check_exchange_calls();
   NVAlchemi::provide_framework_outputs(s.spec, s.share, s.outputs);
-  report_narrow_comm();
   step_to_host(s.graph, s.outputs, host_outputs);
   stop_on_output_error(lmp, s.model_file, [&] {
     NVAlchemi::check_finite(s.spec, s.share, s.graph, s.outputs, [&](int64_t row) {
@@ -502,73 +497,9 @@ void PairNVAlchemi::pad_graph(NVAlchemi::Graph &graph, int64_t rows, int64_t edg
 { NVAlchemi::pad_graph(graph, rows, edges, cutoff); }
 
 /* ----------------------------------------------------------------------
-   the ranks' exchange calls differed (every rank knows it at the same
-   call): stop every rank with where each one stood (collective)
-------------------------------------------------------------------------- */
-
-void PairNVAlchemi::stop_on_exchange_mismatch()
-{
-  const NVAlchemi::CallPoint &here = state->halo->exchanger().point();
-  const int64_t mine[3] = {here.calls, static_cast<int64_t>(here.call), here.size};
-  std::vector<int64_t> all(3 * static_cast<size_t>(comm->nprocs));
-  MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, world);
-  std::vector<NVAlchemi::CallPoint> points(comm->nprocs);
-  for (int p = 0; p < comm->nprocs; ++p)
-    points[p] = {all[3 * p], static_cast<NVAlchemi::ExchangeCall>(all[3 * p + 1]), all[3 * p + 2]};
-  error->all(FLERR, Error::NOLASTLINE,
-             "Model {} made different exchange calls on different ranks on step {}{}. Every rank "
-             "must make the same torch.ops.nvalchemi calls in the same order, a rank without "
-             "atoms too (with empty rows): the model's control flow around these calls depends "
-             "on the rank's data. Check the model with nvalchemi-check",
-             state->model_file, update->ntimestep, NVAlchemi::where_ranks_stood(points));
-}
-
-/* ----------------------------------------------------------------------
-   a multi-layer model whose ghost rows are not refreshed between layers
-   (one built for the deep halo, run in halo mode local or layerwise) would
-   give plausible wrong numbers: stop instead. Every rank makes the same
-   (collective) exchange calls, so every rank decides the same.
-------------------------------------------------------------------------- */
-
-void PairNVAlchemi::check_exchange_calls()
-{
-  State &s = *state;
-  const int layers = *s.spec.num_message_passing_layers;
-  if (s.halo->ghost_receivers() || layers < 2 || s.halo->exchanger().refreshes > 0) return;
-  error->all(FLERR, Error::NOLASTLINE,
-             "Model {} declares {} message-passing layers but made no exchange call in halo mode "
-             "'{}', which {}: its ghost atoms would miss messages from beyond the cutoff. A model "
-             "that never calls torch.ops.nvalchemi.refresh_neighbors or scatter_to_owners "
-             "needs halo mode 'deep'; a layerwise model should make {} such calls per evaluation",
-             s.model_file, layers, NVAlchemi::to_string(s.halo->mode()), s.halo_origin, layers - 1);
-}
-
-/* ----------------------------------------------------------------------
-   a model that exchanges wider rows than its spec declares takes several
-   communication passes per op call: say so once (rank 0; every rank makes
-   the same op calls)
-------------------------------------------------------------------------- */
-
-void PairNVAlchemi::report_narrow_comm()
-{
-  State &s = *state;
-  const int widest = s.halo->exchanger().widest;
-  if (!s.halo->exchanges_through_atom_comm() || s.narrow_comm_reported || widest <= comm_forward)
-    return;
-  s.narrow_comm_reported = true;
-  if (comm->me == 0)
-    error->warning(FLERR,
-                   "Model {} exchanges {} values per atom but its spec declares "
-                   "exchange_feature_width {}: each exchange takes {} communication passes; set "
-                   "exchange_feature_width to {} in the model's spec to move a row in one",
-                   s.model_file, widest, *s.spec.exchange_feature_width,
-                   (widest + comm_forward - 1) / comm_forward, widest);
-}
-
-/* ----------------------------------------------------------------------
    global energy: this rank's share (LAMMPS sums the ranks); per-atom
-   energy: the node energies (ghost rows too when they are partials, which
-   compute pe/atom then sums into the owners)
+   energy as NVAlchemi::add_atom_energies consolidates it (ghost atoms'
+   partials are summed into the owners by compute pe/atom)
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::tally_energy()
@@ -576,18 +507,11 @@ void PairNVAlchemi::tally_energy()
   if (!eflag_either) return;
   State &s = *state;
   if (eflag_global) eng_vdwl += s.outputs.energy_share;
-  if (!eflag_atom) return;
-
-  const std::string &key = *s.spec.node_energy_key;
-  if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
+  if (eflag_atom && !NVAlchemi::add_atom_energies(s.result(domain, comm->nprocs), eatom))
     error->all(FLERR, Error::NOLASTLINE,
                "Per-atom energy needs the spec of pair_style nvalchemi to declare the node "
                "energies '{}' as per_node",
-               key);
-  const auto &energies =
-      NVAlchemi::row_output(s.outputs, key, s.graph, 1, "Per-atom energy").values;
-  const int64_t rows = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph);
-  for (int64_t r = 0; r < rows; ++r) eatom[s.graph.row_atom[r]] += energies[r];
+               *s.spec.node_energy_key);
 }
 
 /* ----------------------------------------------------------------------
@@ -595,31 +519,14 @@ void PairNVAlchemi::tally_energy()
    checks too (NVAlchemi::consolidate_forces): edge forces through
    add_edge_forces (ghost forces go home by reverse comm), the model's
    forces on their rows, the global virial as the spec says; per-atom
-   virials split each edge's -r_ij (x) g evenly between its two atoms, or
-   come from the model (W_ab = sum r_a f_b, LAMMPS order xx yy zz xy xz yz)
+   virials as NVAlchemi::add_atom_virials consolidates them
 ------------------------------------------------------------------------- */
 
 struct PairNVAlchemi::Tally : public NVAlchemi::ForceConsumer {
   explicit Tally(PairNVAlchemi *pair) : pair(pair) {}
   void edge_forces(const NVAlchemi::Graph &graph, const NVAlchemi::ModelOutputs &outputs,
                    double *virial) override
-  {
-    pair->add_edge_forces(graph, outputs, virial);
-    const double *g = pair->vflag_atom ? outputs.host_edge_gradients() : nullptr;
-    if (!g) return;
-    double **vatom = pair->vatom;
-    const int64_t *edges = graph.edges.data();
-    const double *rij = graph.edge_vectors.data();
-    for (int64_t e = 0; e < graph.num_edges(); ++e) {
-      const int i = graph.row_atom[edges[2 * e + 1]], j = graph.row_atom[edges[2 * e]];
-      const double *r = rij + 3 * e, *ge = g + 3 * e;
-      for (int v = 0; v < 6; ++v) {
-        const double half = 0.5 * (r[VIRIAL_VOIGT[v][0]] * -ge[VIRIAL_VOIGT[v][1]]);
-        vatom[i][v] += half;
-        vatom[j][v] += half;
-      }
-    }
-  }
+  { pair->add_edge_forces(graph, outputs, virial); }
   void row_forces(const NVAlchemi::Graph &graph, const double *forces, int64_t rows,
                   double weight) override
   {
@@ -646,20 +553,11 @@ void PairNVAlchemi::tally_forces()
                "'model' needs the spec to declare model output 'virial' [1,3,3] or the "
                "toolkit's 'stress' [1,3,3] per_graph, or per-atom virials '{}' [N,3,3] per_node",
                *s.spec.node_virial_key);
-  if (!vflag_atom || s.share.differentiate) return;
-
-  const std::string &key = *s.spec.node_virial_key;
-  if (!s.spec.outputs.count(key) || s.output_spec(key).kind != OutputKind::PER_NODE)
+  if (vflag_atom && !NVAlchemi::add_atom_virials(result, vatom))
     error->all(FLERR, Error::NOLASTLINE,
                "Per-atom virials with force strategy 'model' need the spec to declare output "
                "'{}' per_node",
-               key);
-  const auto &w = NVAlchemi::row_output(s.outputs, key, s.graph, 9, "Per-atom virials").values;
-  const double weight = NVAlchemi::row_weight(s.output_spec(key), comm->nprocs);
-  for (int64_t r = 0, n = NVAlchemi::consolidated_rows(s.output_spec(key), s.graph); r < n; ++r)
-    for (int v = 0; v < 6; ++v)
-      vatom[s.graph.row_atom[r]][v] +=
-          weight * w[9 * r + 3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
+               *s.spec.node_virial_key);
 }
 
 void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph,

@@ -132,9 +132,6 @@ class PairNVAlchemi : public Pair {
   const double *consolidated_output(const char *name, bool peratom, int n);
   NVAlchemi::Graph &halo_model_graph();
   void pad_to_capacity(NVAlchemi::Graph &);
-  void stop_on_exchange_mismatch();
-  void check_exchange_calls();
-  void report_narrow_comm();
   void tally_energy();
   void tally_forces();
 };

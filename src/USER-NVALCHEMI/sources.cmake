@@ -14,6 +14,7 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_features.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_exchange.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_exchange_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_gather.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph_partition.cpp

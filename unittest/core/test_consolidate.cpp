@@ -312,6 +312,53 @@ TEST(Consolidation, TalliesAndValidationShareOnePath)
   for (int v = 0; v < 6; ++v) EXPECT_EQ(tally.given[v], c.virial[v]);
 }
 
+TEST(Consolidation, PerAtomEnergiesAndVirialsSumToTheGlobalOnes)
+{
+  // edge gradients: each edge's -r (x) g split between its two atoms (atom 3 is the ghost row's)
+  const MLIPSpec lj = preset("SPEC_LJ_HALO").resolved();
+  const Graph g = two_owned_one_ghost();
+  ModelOutputs edges;
+  const auto gradients =
+      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
+  edges.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  std::vector<std::vector<double>> vatom(4, std::vector<double>(6, 0.0));
+  std::vector<double *> rows{vatom[0].data(), vatom[1].data(), vatom[2].data(), vatom[3].data()};
+  ASSERT_TRUE(add_atom_virials({lj, energy_share(lj, 1), g, edges, 1.0, 1}, rows.data()));
+  double global[6] = {0, 0, 0, 0, 0, 0};
+  add_edge_virial(g, gradients->data(), global);
+  for (int v = 0; v < 6; ++v)
+    EXPECT_DOUBLE_EQ(vatom[0][v] + vatom[1][v] + vatom[3][v], global[v]) << v;
+  EXPECT_DOUBLE_EQ(vatom[0][0], 0.5 * (-1 * -0.5) + 0.5 * (1 * 0.5));    // edges 1->0 and 0->1
+  EXPECT_EQ(vatom[2], std::vector<double>(6, 0.0));    // atom 2 is not a row
+
+  // model forces: the per-atom virials the spec declares, on their consolidated rows and with
+  // their row weight; the node energies likewise, without a weight
+  MLIPSpec spec = preset("SPEC_UMA_HALO").resolved();    // atomic_virials per_node all_reduce
+  std::vector<double> node(27, 0.0);
+  for (int r = 0; r < 3; ++r) node[9 * r] = r + 1.0;
+  const ModelOutputs out = outputs_with(
+      {{"atomic_virials", {{3, 3, 3}, node}}, {*spec.node_energy_key, {{3}, {1, 2, 4}}}});
+  for (auto &atom : vatom) std::fill(atom.begin(), atom.end(), 0.0);
+  const EnergyShare share = energy_share(spec, 2);
+  ASSERT_TRUE(add_atom_virials({spec, share, g, out, 1.0, 2}, rows.data()));
+  const double weight = row_weight(spec.outputs.at("atomic_virials"), 2);
+  EXPECT_DOUBLE_EQ(vatom[0][0], weight * 1.0);
+  EXPECT_DOUBLE_EQ(vatom[3][0], weight * 3.0);    // all_reduce: the ghost row's partial too
+  std::vector<double> eatom(4, 0.0);
+  spec.outputs[*spec.node_energy_key] = {OutputKind::PER_NODE, Reduce::OWNED_ONLY};
+  ASSERT_TRUE(add_atom_energies({spec, share, g, out, 1.0, 2}, eatom.data()));
+  EXPECT_EQ(eatom, (std::vector<double>{1, 2, 0, 0}));
+  spec.outputs[*spec.node_energy_key].reduce = Reduce::ALL_REDUCE;    // ghost partials too
+  ASSERT_TRUE(add_atom_energies({spec, share, g, out, 1.0, 2}, eatom.data()));
+  EXPECT_EQ(eatom, (std::vector<double>{2, 4, 0, 4}));
+
+  // what the spec does not declare is reported, not made up
+  spec.outputs.erase("atomic_virials");
+  spec.outputs.erase(*spec.node_energy_key);
+  EXPECT_FALSE(add_atom_virials({spec, share, g, out, 1.0, 2}, rows.data()));
+  EXPECT_FALSE(add_atom_energies({spec, share, g, out, 1.0, 2}, eatom.data()));
+}
+
 TEST(Consolidation, NonFiniteResultsNameTheFirstAtomAndCountTheRest)
 {
   const Graph g = two_owned_one_ghost();
