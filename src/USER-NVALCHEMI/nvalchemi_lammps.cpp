@@ -1,5 +1,6 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: LAMMPS' data for the LAMMPS-free units: the box, files read once.
+   USER-NVALCHEMI: LAMMPS' data for the LAMMPS-free units: the box, files read once, problems
+   found on some ranks.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_lammps.h"
@@ -47,6 +48,16 @@ namespace NVAlchemi {
     return true;
   }
 
+  void stop_on_any_rank(LAMMPS *lmp, const std::string &problem)
+  {
+    int failed = problem.empty() ? 0 : 1, ranks_failed = 0;
+    MPI_Allreduce(&failed, &ranks_failed, 1, MPI_INT, MPI_SUM, lmp->world);
+    if (ranks_failed == lmp->comm->nprocs)
+      lmp->error->all(FLERR, "pair_style nvalchemi {}", problem);
+    if (failed)
+      lmp->error->one(FLERR, "pair_style nvalchemi {} (on rank {})", problem, lmp->comm->me);
+    if (ranks_failed) MPI_Barrier(lmp->world);    // until the failed ranks' error ends the run
+  }
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -24,6 +24,9 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_monitor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_device.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_keywords.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_libraries.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_row_exchange.cpp

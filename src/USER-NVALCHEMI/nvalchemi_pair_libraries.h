@@ -1,0 +1,31 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the operator libraries of pair_style nvalchemi (its library keyword), loaded
+   on every rank before the model (nvalchemi_library), and the check that every operator a
+   model names is registered.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_PAIR_LIBRARIES_H
+#define LMP_NVALCHEMI_PAIR_LIBRARIES_H
+
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+class LAMMPS;
+namespace NVAlchemi {
+
+  // Loads each operator library (load_op_library) on every rank, in order, and says so in rank
+  // 0's log; a file that cannot be loaded is an error on every rank. Collective.
+  void load_op_libraries(LAMMPS *lmp, const std::vector<std::string> &files);
+
+  // The toolkit's adapter status: the operators model `file` calls beyond ATen and the exchange
+  // ops (`called`, found in the model) and those its spec lists (`listed`, custom_ops), each
+  // registered or not, as a table in rank 0's log; one that is not is an error naming it.
+  // The same on every rank (collective error).
+  void check_operators(LAMMPS *lmp, const std::string &file, const std::vector<std::string> &called,
+                       const std::vector<std::string> &listed);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif
