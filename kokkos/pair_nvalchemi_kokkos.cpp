@@ -91,7 +91,7 @@ template <class DeviceType> NVAlchemi::Device torch_device_of()
   NVAlchemi::Device device;
 #ifdef KOKKOS_ENABLE_CUDA
   if constexpr (std::is_same_v<typename DeviceType::execution_space, Kokkos::Cuda>)
-    device = {NVAlchemi::Device::Kind::CUDA, typename DeviceType::execution_space().cuda_device()};
+    device = NVAlchemi::Device::gpu(typename DeviceType::execution_space().cuda_device());
 #endif
   return device;
 }
@@ -270,7 +270,7 @@ template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::init_style()
                "host' to the package kokkos settings (-pk kokkos ... or the package command)");
   constexpr bool reads_host =
       Kokkos::SpaceAccessibility<typename DeviceType::execution_space, Kokkos::HostSpace>::accessible;
-  if (!reads_host && !torch_device_of<DeviceType>().is_cuda())
+  if (!reads_host && !torch_device_of<DeviceType>().is_gpu())
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi/kk runs on Kokkos' host backends and CUDA; this Kokkos "
                "device ({}) has no LibTorch device: use pair_style nvalchemi/kk/host",

@@ -74,7 +74,7 @@ namespace NVAlchemi {
     {
       const std::string compiled_for = meta["AOTI_DEVICE_KEY"].empty() ? "cpu"
                                                                        : meta["AOTI_DEVICE_KEY"];
-      const std::string runs_on = device.is_cuda() ? "cuda" : "cpu";
+      const std::string runs_on = device.package_key();
       if (compiled_for != runs_on)
         throw std::runtime_error("the package was compiled for device '" + compiled_for +
                                  "' and this pair style runs its model on device '" + device.str() +
@@ -87,7 +87,7 @@ namespace NVAlchemi {
       if (!machine.empty() && machine != host.machine)
         throw std::runtime_error("the package was compiled for " + machine + " and this is " +
                                  host.machine + ": export it again on a machine of this kind");
-      if (device.is_cuda()) return;    // the instruction sets below are those of CPU kernels
+      if (device.is_gpu()) return;    // the instruction sets below are those of CPU kernels
       const auto caps = at::cpu::get_cpu_capabilities();
       std::istringstream words(meta["AOTI_CPU_ISA"]);
       std::string isa, missing;
@@ -112,7 +112,7 @@ namespace NVAlchemi {
           check_target(meta, device);
           loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
               package.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
-              static_cast<c10::DeviceIndex>(device.is_cuda() ? device.index : -1));
+              static_cast<c10::DeviceIndex>(device.loader_index()));
           metadata = meta[METADATA_FILE];
           energy_output = meta[ENERGY_OUTPUT];
         });

@@ -10,16 +10,27 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  std::string Device::package_key() const
+  {
+    switch (kind) {
+      case Kind::CPU:
+        return "cpu";
+      case Kind::CUDA:
+        return "cuda";
+    }
+    return "cpu";
+  }
+
   std::string Device::str() const
   {
-    if (kind == Kind::CPU) return "cpu";
-    return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
+    if (!is_gpu() || index < 0) return package_key();
+    return package_key() + ":" + std::to_string(index);
   }
 
   Device parse_device(const std::string &text)
   {
     if (text == "cpu") return {};
-    if (text == "cuda") return {Device::Kind::CUDA, -1};
+    if (text == "cuda") return Device::gpu(-1);
     const std::string prefix = "cuda:";
     const std::string number =
         text.substr(text.compare(0, prefix.size(), prefix) == 0 ? prefix.size() : text.size());
@@ -28,15 +39,14 @@ namespace NVAlchemi {
     if (!digits)
       throw std::invalid_argument("the device must be cpu, cuda or cuda:N (N a GPU number), not '" +
                                   text + "'");
-    return {Device::Kind::CUDA, std::stoi(number)};
+    return Device::gpu(std::stoi(number));
   }
 
   Device choose_device(const Device *requested, const CudaRuntime &runtime, int node_rank)
   {
     if (!requested)    // the default: a GPU when there is one
-      return runtime.device_count > 0 ? Device{Device::Kind::CUDA, node_rank % runtime.device_count}
-                                      : Device{};
-    if (!requested->is_cuda()) return *requested;
+      return runtime.device_count > 0 ? Device::gpu(node_rank % runtime.device_count) : Device{};
+    if (!requested->is_gpu()) return *requested;
     const std::string asked = "device " + requested->str();
     if (!runtime.built_with_cuda)
       throw std::invalid_argument(
@@ -54,7 +64,7 @@ namespace NVAlchemi {
           " visible GPU(s), cuda:0 to cuda:" + std::to_string(runtime.device_count - 1) +
           " (a bare 'device cuda' spreads the ranks of a node over them)");
     if (requested->index >= 0) return *requested;
-    return {Device::Kind::CUDA, node_rank % runtime.device_count};
+    return Device::gpu(node_rank % runtime.device_count);
   }
 
 }    // namespace NVAlchemi

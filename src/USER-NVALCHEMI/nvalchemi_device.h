@@ -12,11 +12,25 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  // What the package does differently on an accelerator is asked of its Device here, by what
+  // the caller needs to know, so that another kind of accelerator is a Kind of this unit (with
+  // its LibTorch name and runtime query in nvalchemi_torch) and no caller tests for CUDA.
   struct Device {
     enum class Kind { CPU, CUDA };
     Kind kind = Kind::CPU;
-    int index = -1;    // CUDA: the GPU's ordinal; -1: not chosen yet (a bare "cuda")
-    bool is_cuda() const { return kind == Kind::CUDA; }
+    int index = -1;    // a GPU's ordinal; -1: not chosen yet (a bare "cuda")
+
+    // The GPU of ordinal `ordinal` (where a Kokkos GPU execution space keeps its memory).
+    static Device gpu(int ordinal) { return {Kind::CUDA, ordinal}; }
+    // A device with memory apart from the host's: inputs are staged to it through pinned host
+    // buffers and outputs come back in one copy, it runs no CPU kernels (a compiled program's
+    // CPU instruction set does not matter), and the ranks of a node share its GPUs.
+    bool is_gpu() const { return kind != Kind::CPU; }
+    // The device key AOTInductor writes into a package compiled for this kind of device
+    // (AOTI_DEVICE_KEY): "cpu", "cuda".
+    std::string package_key() const;
+    // The device index LibTorch's model loaders take: the GPU's ordinal, -1 on the CPU.
+    int loader_index() const { return is_gpu() ? index : -1; }
     // "cpu", "cuda" or "cuda:N", as the keyword spells it and LibTorch reads it
     std::string str() const;
   };

@@ -42,10 +42,10 @@ namespace NVAlchemi {
     }
     stop_on_any_rank(lmp, problem);
 
-    int crowded = device.is_cuda() && node_size > runtime.device_count ? node_size : 0;
+    int crowded = device.is_gpu() && node_size > runtime.device_count ? node_size : 0;
     MPI_Allreduce(MPI_IN_PLACE, &crowded, 1, MPI_INT, MPI_MAX, lmp->world);
     if (lmp->comm->me != 0) return device;
-    if (!device.is_cuda())
+    if (!device.is_gpu())
       utils::logmesg(lmp, "pair_style nvalchemi: device cpu ({})\n",
                      requested ? "as requested" : "LibTorch sees no GPU");
     else

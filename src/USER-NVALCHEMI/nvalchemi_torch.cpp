@@ -23,15 +23,20 @@ namespace NVAlchemi {
 
   torch::Device torch_device(const Device &device)
   {
-    if (!device.is_cuda()) return torch::kCPU;
-    return {torch::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, device.index))};
+    switch (device.kind) {
+      case Device::Kind::CPU:
+        break;
+      case Device::Kind::CUDA:
+        return {torch::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, device.index))};
+    }
+    return torch::kCPU;
   }
 
   Placement::Placement(const Device &device) : where(torch_device(device))
   {
     // float32 on a GPU stays IEEE float32: no TF32 in matrix products or cuDNN (the toolkit's
     // pin_fp32)
-    if (device.is_cuda()) {
+    if (device.kind == Device::Kind::CUDA) {
       at::globalContext().setAllowTF32CuBLAS(false);
       at::globalContext().setAllowTF32CuDNN(false);
     }

@@ -31,7 +31,7 @@ const CudaRuntime TWO_GPUS{true, 2};
 TEST(Device, ParsesTheKeyword)
 {
   EXPECT_EQ(parse_device("cpu").str(), "cpu");
-  EXPECT_FALSE(parse_device("cpu").is_cuda());
+  EXPECT_FALSE(parse_device("cpu").is_gpu());
   EXPECT_EQ(parse_device("cuda").str(), "cuda");
   EXPECT_EQ(parse_device("cuda").index, -1);
   EXPECT_EQ(parse_device("cuda:3").index, 3);
@@ -42,6 +42,18 @@ TEST(Device, ParsesTheKeyword)
               }).find("must be cpu, cuda or cuda:N"),
               std::string::npos)
         << bad;
+}
+
+TEST(Device, AnswersWhatItsCallersAsk)
+{
+  const Device cpu = parse_device("cpu"), gpu = parse_device("cuda:1");
+  EXPECT_FALSE(cpu.is_gpu());
+  EXPECT_TRUE(gpu.is_gpu());
+  EXPECT_EQ(cpu.package_key(), "cpu");
+  EXPECT_EQ(gpu.package_key(), "cuda");
+  EXPECT_EQ(cpu.loader_index(), -1);
+  EXPECT_EQ(gpu.loader_index(), 1);
+  EXPECT_EQ(Device::gpu(2).str(), "cuda:2");
 }
 
 TEST(Device, DefaultIsAGpuWhenLibTorchSeesOne)
