@@ -24,7 +24,7 @@
 
 #include "nvalchemi_graph.h"
 #include "nvalchemi_outputs.h"
-#include "nvalchemi_row_exchange.h"
+#include "nvalchemi_row_exchange_kokkos.h"
 
 #include <Kokkos_ScatterView.hpp>
 
@@ -85,125 +85,6 @@ template <class DeviceType, class T> class DeviceArray {
   size_t size = 0;
 };
 
-// the device LibTorch names for memory of DeviceType's execution space
-template <class DeviceType> NVAlchemi::Device torch_device_of()
-{
-  NVAlchemi::Device device;
-#ifdef KOKKOS_ENABLE_CUDA
-  if constexpr (std::is_same_v<typename DeviceType::execution_space, Kokkos::Cuda>)
-    device = NVAlchemi::Device::gpu(typename DeviceType::execution_space().cuda_device());
-#endif
-  return device;
-}
-
-// The exchange ops' rows in DeviceType's memory (the model's tensors where the graph is): rows
-// go to and from per-atom values by kernels on the rank graph's row_atom there; LAMMPS' pair
-// communication moves the per-atom values (a host mirror of them: the same memory on host
-// backends, one staging copy each way on a GPU).
-template <class DeviceType> class RowExchangeKokkos : public NVAlchemi::MeasuredExchanger {
- public:
-  using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
-  RowExchangeKokkos(const NVAlchemi::Graph &graph, const DeviceArray<DeviceType, int> &row_atom,
-                    NVAlchemi::AtomComm &comm, bool owned_rows_complete) :
-      graph(graph), row_atom(row_atom), comm(comm), complete(owned_rows_complete)
-  {
-  }
-  int64_t num_rows() const override { return graph.tensor_rows(); }
-  int64_t num_owned() const override { return graph.n_owned; }
-  NVAlchemi::Device rows_device() const override { return torch_device_of<DeviceType>(); }
-  bool owned_rows_complete() const override { return complete; }
-
-  void refresh(double *rows, int width) override
-  {
-    Timed timed(*this);
-    widest = std::max(widest, width);
-    ++refreshes;
-    rows_to_atoms(rows, graph.n_owned, width);
-    atoms_to_host();
-    comm.forward(host_values.data(), width);
-    atoms_from_host();
-    atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
-  }
-
-  void sum_into_owners(double *rows, int width, NVAlchemi::Wire wire) override
-  {
-    Timed timed(*this);
-    widest = std::max(widest, width);
-    rows_to_atoms(rows, graph.num_rows(), width);
-    atoms_to_host();
-    comm.reverse(host_values.data(), width, wire);
-    atoms_from_host();
-    atoms_to_rows(rows, 0, graph.n_owned, width);
-  }
-
-  void sum_over_ranks(double *values, int n) override
-  {
-    Timed timed(*this);
-    comm.sum_over_ranks(values, n);
-  }
-
-  void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest, int n) override
-  {
-    Timed timed(*this);
-    comm.range_over_ranks(values, lowest, highest, n);
-  }
-
- private:
-  using Values = Kokkos::View<double *, typename DeviceType::memory_space>;
-  const NVAlchemi::Graph &graph;
-  const DeviceArray<DeviceType, int> &row_atom;
-  NVAlchemi::AtomComm &comm;
-  bool complete;
-  Values atom_values;                               // [atoms][width], scratch
-  typename Values::host_mirror_type host_values;    // the same where DeviceType reads the host
-  size_t used = 0;                                  // values of this call
-
-  // per-atom values, zero but for rows [0, nrows)'s atoms, which take the rows' values
-  void rows_to_atoms(const double *rows, int64_t nrows, int width)
-  {
-    const size_t n = used = static_cast<size_t>(comm.num_atoms()) * width;
-    if (atom_values.extent(0) < n) {
-      atom_values = Values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "nvalchemi:atom_values"),
-                           n + n / 4);
-      host_values = Kokkos::create_mirror_view(atom_values);
-    }
-    const auto values = atom_values;
-    const auto atom = row_atom.view();
-    Kokkos::deep_copy(Kokkos::subview(values, std::make_pair(size_t(0), n)), 0.0);
-    Kokkos::parallel_for(
-        "nvalchemi::rows_to_atoms", Policy(0, nrows), KOKKOS_LAMBDA(int64_t r) {
-          const double *row = rows + r * width;
-          const size_t first = static_cast<size_t>(atom(r)) * width;
-          for (int c = 0; c < width; ++c) values(first + c) = row[c];
-        });
-  }
-
-  // rows [first, last) take their atoms' values
-  void atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const
-  {
-    const auto values = atom_values;
-    const auto atom = row_atom.view();
-    Kokkos::parallel_for(
-        "nvalchemi::atoms_to_rows", Policy(first, last), KOKKOS_LAMBDA(int64_t r) {
-          double *row = rows + r * width;
-          const size_t from = static_cast<size_t>(atom(r)) * width;
-          for (int c = 0; c < width; ++c) row[c] = values(from + c);
-        });
-    Kokkos::fence();
-  }
-
-  // no copy where the mirror is the view itself
-  void atoms_to_host() const
-  {
-    Kokkos::fence();
-    Kokkos::deep_copy(used_part(host_values), used_part(atom_values));
-  }
-  void atoms_from_host() const
-  { Kokkos::deep_copy(used_part(atom_values), used_part(host_values)); }
-  template <class View> auto used_part(const View &v) const
-  { return Kokkos::subview(v, std::make_pair(size_t(0), used)); }
-};
-
 // a virial (xx yy zz xy xz yz) as Kokkos reduces it
 struct Virial {
   double w[6];
@@ -232,7 +113,7 @@ template <class DeviceType> struct PairNVAlchemiKokkos<DeviceType>::DeviceGraph 
   // where the model reads the arrays
   NVAlchemi::Graph::Resident resident() const
   {
-    return {true, torch_device_of<DeviceType>(), positions.data(), edge_vectors.data(),
+    return {true, NVAlchemi::torch_device_of<DeviceType>(), positions.data(), edge_vectors.data(),
             atomic_numbers.data(), edges.data()};
   }
 };
@@ -270,7 +151,7 @@ template <class DeviceType> void PairNVAlchemiKokkos<DeviceType>::init_style()
                "host' to the package kokkos settings (-pk kokkos ... or the package command)");
   constexpr bool reads_host =
       Kokkos::SpaceAccessibility<typename DeviceType::execution_space, Kokkos::HostSpace>::accessible;
-  if (!reads_host && !torch_device_of<DeviceType>().is_gpu())
+  if (!reads_host && !NVAlchemi::torch_device_of<DeviceType>().is_gpu())
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi/kk runs on Kokkos' host backends and CUDA; this Kokkos "
                "device ({}) has no LibTorch device: use pair_style nvalchemi/kk/host",
@@ -516,8 +397,8 @@ std::unique_ptr<NVAlchemi::MeasuredExchanger>
 PairNVAlchemiKokkos<DeviceType>::make_row_exchange(const NVAlchemi::Graph &rank_graph,
                                                    NVAlchemi::AtomComm &atoms, bool complete)
 {
-  return std::make_unique<RowExchangeKokkos<DeviceType>>(rank_graph, device_graph->row_atom, atoms,
-                                                         complete);
+  return std::make_unique<NVAlchemi::RowExchangeKokkos<DeviceType>>(
+      rank_graph, device_graph->row_atom.view(), atoms, complete);
 }
 
 /* ----------------------------------------------------------------------

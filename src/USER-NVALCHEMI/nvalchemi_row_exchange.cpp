@@ -9,7 +9,13 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  void RowExchange::atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const
+  double *RowExchange::rows_to_atoms(const double *rows, int64_t nrows, int width)
+  {
+    NVAlchemi::rows_to_atoms(graph, rows, nrows, width, comm.num_atoms(), atom_values);
+    return atom_values.data();
+  }
+
+  void RowExchange::atoms_to_rows(double *rows, int64_t first, int64_t last, int width)
   {
     for (int64_t r = first; r < last; ++r)
       std::copy_n(&atom_values[static_cast<size_t>(graph.row_atom[r]) * width], width,
@@ -21,8 +27,7 @@ namespace NVAlchemi {
     Timed timed(*this);
     widest = std::max(widest, width);
     ++refreshes;
-    rows_to_atoms(graph, rows, graph.n_owned, width, comm.num_atoms(), atom_values);
-    comm.forward(atom_values.data(), width);
+    comm.forward(rows_to_atoms(rows, graph.n_owned, width), width);
     atoms_to_rows(rows, graph.n_owned, graph.num_rows(), width);
   }
 
@@ -30,8 +35,7 @@ namespace NVAlchemi {
   {
     Timed timed(*this);
     widest = std::max(widest, width);
-    rows_to_atoms(graph, rows, graph.num_rows(), width, comm.num_atoms(), atom_values);
-    comm.reverse(atom_values.data(), width, wire);
+    comm.reverse(rows_to_atoms(rows, graph.num_rows(), width), width, wire);
     atoms_to_rows(rows, 0, graph.n_owned, width);
   }
 

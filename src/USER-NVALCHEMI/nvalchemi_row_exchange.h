@@ -36,6 +36,12 @@ namespace NVAlchemi {
                                   int n) = 0;
   };
 
+  // The protocol of the exchange over per-atom communication: a refresh places the owned rows
+  // at their atoms, LAMMPS' forward communication gives the ghost atoms their owners' values,
+  // the ghost rows take them; a sum places every row, reverse communication adds the ghost
+  // atoms' values into their owners, the owned rows take them. Rows and per-atom values are in
+  // host memory here; a variant whose rows live elsewhere (pair_style nvalchemi/kk) overrides
+  // the two copies only.
   class RowExchange : public MeasuredExchanger {
    public:
     // owned_rows_complete: the graph has edges for ghost receivers too (halo mode deep)
@@ -52,12 +58,18 @@ namespace NVAlchemi {
                           int n) override;
     bool owned_rows_complete() const override { return complete; }
 
-   private:
+   protected:
     const Graph &graph;
     AtomComm &comm;
+    // Rows [0, nrows) at their atoms in per-atom values [comm.num_atoms()][width], zero for
+    // the other atoms; returns those values in host memory, where the AtomComm moves them.
+    virtual double *rows_to_atoms(const double *rows, int64_t nrows, int width);
+    // Rows [first, last) take their atoms' values, as the AtomComm left them.
+    virtual void atoms_to_rows(double *rows, int64_t first, int64_t last, int width);
+
+   private:
     bool complete;
     std::vector<double> atom_values;    // [num_atoms][width] scratch
-    void atoms_to_rows(double *rows, int64_t first, int64_t last, int width) const;
   };
 
 }    // namespace NVAlchemi
