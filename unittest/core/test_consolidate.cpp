@@ -34,6 +34,16 @@ ModelOutputs outputs_with(std::initializer_list<std::pair<const std::string, Out
   out.tensors = list;
   return out;
 }
+
+// the gradients of the three edges of two_owned_one_ghost, as a runner leaves them on the host
+ModelOutputs with_edge_gradients()
+{
+  ModelOutputs out;
+  const auto gradients =
+      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
+  out.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  return out;
+}
 }    // namespace
 
 TEST(EnergyShare, NodeEnergiesOwnedOrAllRowsByTheirReduce)
@@ -237,10 +247,7 @@ TEST(Consolidation, RankShareOfEdgeGradientsGivesForcesAndVirial)
 {
   const MLIPSpec spec = preset("SPEC_LJ_HALO").resolved();
   const Graph g = two_owned_one_ghost();
-  ModelOutputs out;
-  const auto gradients =
-      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
-  out.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  const ModelOutputs out = with_edge_gradients();
   Contribution c;
   std::vector<double> rows;
   rank_contribution(spec, energy_share(spec, 1), g, out, 1.0, 1, c, rows);
@@ -298,13 +305,10 @@ TEST(Consolidation, TalliesAndValidationShareOnePath)
   // framework forces: the edge gradients as they are, the virial -r (x) g summed over edges,
   // the one validate's Contribution holds
   const MLIPSpec lj = preset("SPEC_LJ_HALO").resolved();
-  ModelOutputs edges;
-  const auto gradients =
-      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
-  edges.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  const ModelOutputs edges = with_edge_gradients();
   RecordingConsumer tally(true);
   EXPECT_TRUE(consolidate_forces({lj, energy_share(lj, 1), g, edges, 1.0, 1}, tally));
-  EXPECT_EQ(tally.edge_gradients, gradients->data());
+  EXPECT_EQ(tally.edge_gradients, edges.edge_gradients.get());
   Contribution c;
   std::vector<double> rows;
   rank_contribution(lj, energy_share(lj, 1), g, edges, 1.0, 1, c, rows);
@@ -317,15 +321,12 @@ TEST(Consolidation, PerAtomEnergiesAndVirialsSumToTheGlobalOnes)
   // edge gradients: each edge's -r (x) g split between its two atoms (atom 3 is the ghost row's)
   const MLIPSpec lj = preset("SPEC_LJ_HALO").resolved();
   const Graph g = two_owned_one_ghost();
-  ModelOutputs edges;
-  const auto gradients =
-      std::make_shared<std::vector<double>>(std::vector<double>{0.5, 0, 0, 0, 0.25, 0, -0.5, 0, 0});
-  edges.edge_gradients = {std::shared_ptr<const double>(gradients, gradients->data()), 9};
+  const ModelOutputs edges = with_edge_gradients();
   std::vector<std::vector<double>> vatom(4, std::vector<double>(6, 0.0));
   std::vector<double *> rows{vatom[0].data(), vatom[1].data(), vatom[2].data(), vatom[3].data()};
   ASSERT_TRUE(add_atom_virials({lj, energy_share(lj, 1), g, edges, 1.0, 1}, rows.data()));
   double global[6] = {0, 0, 0, 0, 0, 0};
-  add_edge_virial(g, gradients->data(), global);
+  add_edge_virial(g, edges.edge_gradients.get(), global);
   for (int v = 0; v < 6; ++v)
     EXPECT_DOUBLE_EQ(vatom[0][v] + vatom[1][v] + vatom[3][v], global[v]) << v;
   EXPECT_DOUBLE_EQ(vatom[0][0], 0.5 * (-1 * -0.5) + 0.5 * (1 * 0.5));    // edges 1->0 and 0->1
