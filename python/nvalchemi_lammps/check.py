@@ -1,7 +1,7 @@
 """Check a model file before a LAMMPS run: its metadata, its contract, its forces, and whether it
 gives the same answer split into owned and ghost rows as a rank of a decomposed run sees it.
 
-    nvalchemi-check model.pt [--halo local|layerwise|deep] [--atoms N] [--seed S]
+    nvalchemi-check model.pt [--halo local|layerwise|deep|gp] [--atoms N] [--seed S]
     python -m nvalchemi_lammps.check model.pt2
 
 Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor (.pt2) files:
@@ -19,7 +19,12 @@ Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor
   split       the same cell as one rank sees it: the atoms owned, periodic images within the
               halo as ghost rows (one cutoff; layers x cutoff in halo mode deep), edges only
               into owned rows except in mode deep, and the exchange ops acting on ghost rows
-              (nvalchemi_lammps.ops.owners): energy and forces equal the whole-cell evaluation
+              (nvalchemi_lammps.ops.owners): energy and forces equal the whole-cell evaluation.
+              In halo mode gp a rank's model sees every atom, the other ranks' as rows
+              refreshed from their owners: checked as this split, the ghosts standing in
+
+The halo modes, what each asks of a rank's graph, and the presets are the C++ core's
+(nvalchemi_lammps.spec reads them from the tables pair_style nvalchemi compiles in).
 
 and prints a verdict; the exit status is 0 only if every check passed. A model that sums
 energies over ghost rows, or needs an exchange it does not make (a model built for halo mode
@@ -28,7 +33,6 @@ node energies (force strategy model or global_energy) get the first two checks o
 """
 
 import argparse
-import itertools
 import json
 import math
 import sys
@@ -37,58 +41,13 @@ from typing import Dict, List, Tuple
 import torch
 
 import nvalchemi_lammps.ops
-from nvalchemi_lammps.contract import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE
+from nvalchemi_lammps.contract import CONTRACT_VERSION, METADATA_FILE
+from nvalchemi_lammps.model_file import AOTINDUCTOR, LoadedModel
+from nvalchemi_lammps.periodic import lattice_shifts, periodic_edges
+from nvalchemi_lammps.spec import HALO_MODES, effective_spec, forces_from_node_energies, halo_rules
 
 UNITS = ("lj", "real", "metal", "si", "cgs", "electron", "micro", "nano")
-# each preset's halo mode (doc/Howto_nvalchemi_spec.rst, "Presets")
-# presets whose forces are not the gradient of owned node energies
-PRESETS_WITHOUT_NODE_ENERGY_FORCES = ("SPEC_UMA_HALO", "SPEC_EWALD_HALO", "SPEC_PME_HALO")
-PRESET_HALO = {"SPEC_LJ_HALO": "local", "SPEC_MPNN_HALO": "layerwise", "SPEC_UMA_HALO": "layerwise",
-               "SPEC_EWALD_HALO": "local", "SPEC_PME_HALO": "local", "SPEC_DFTD3_HALO": "layerwise",
-               "SPEC_MPNN_GP": "gp"}
-
-
-class LoadedModel:
-    """A model file as (atomic energies, d(owned energy)/d(edge_vectors)) of contract inputs."""
-
-    def __init__(self, path: str):
-        self.path = path
-        if path.endswith(".pt2"):
-            self.format = "AOTInductor"
-            self.program = torch._inductor.aoti_load_package(path)
-            meta = self.program.get_metadata()
-            self.metadata_text = meta.get(METADATA_FILE, "")
-            self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, "atomic_energies")
-        else:
-            self.format = "TorchScript"
-            extra = {METADATA_FILE: ""}
-            self.module = torch.jit.load(path, _extra_files=extra)
-            self.metadata_text = extra[METADATA_FILE]
-            self.energy_key = "atomic_energies"
-
-    def in_float64(self) -> "LoadedModel":
-        """A float64 copy of a TorchScript model (an AOTInductor program keeps its dtype)."""
-        if self.format == "AOTInductor":
-            raise ValueError("an AOTInductor program computes in the dtype it was compiled for")
-        import copy
-        twin = copy.copy(self)
-        twin.module = copy.deepcopy(self.module).to(torch.float64)
-        return twin
-
-    def __call__(self, inputs: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
-        if self.format == "AOTInductor":
-            energies, gradient = self.program(*[inputs[name] for name in CONTRACT_INPUTS])
-            return energies, gradient
-        edge_vectors = inputs["edge_vectors"].detach().requires_grad_(True)
-        outputs = self.module(dict(inputs, edge_vectors=edge_vectors))
-        if self.energy_key not in outputs:
-            raise ValueError(f"the model returned no '{self.energy_key}' (it returned: {', '.join(outputs)})")
-        energies = outputs[self.energy_key]
-        total = energies[: int(inputs["n_owned"])].sum()
-        gradient = None
-        if total.requires_grad:  # as the pair style does: energies independent of the edges
-            (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
-        return energies.detach(), torch.zeros_like(edge_vectors) if gradient is None else gradient
+TOOLKIT_SPEC_VERSION = 2
 
 
 def check_metadata(text: str) -> Dict:
@@ -112,23 +71,17 @@ def check_metadata(text: str) -> Dict:
     return meta
 
 
-def halo_and_layers(spec: Dict, override: str) -> Tuple[str, int]:
-    layers = int(spec.get("num_message_passing_layers", 2 if spec.get("preset") == "SPEC_DFTD3_HALO" else 1))
-    if override:
-        return override, layers
-    if "halo" in spec:
-        return spec["halo"], layers
-    if spec.get("preset") in PRESET_HALO:
-        return PRESET_HALO[spec["preset"]], layers
-    raise ValueError("cannot tell the model's halo mode from its spec: give --halo")
-
-
-def forces_from_node_energies(spec: Dict) -> bool:
-    """Whether the spec's forces are the gradient of owned node energies (what this tool checks)."""
-    strategy = spec.get("compile", {}).get("force_strategy")
-    if strategy is not None:
-        return strategy in ("node_energy", "framework_from_node_energy")
-    return spec.get("preset") not in PRESETS_WITHOUT_NODE_ENERGY_FORCES
+def checked_spec(spec: Dict, halo: str) -> Dict:
+    """The effective spec the checks run with (nvalchemi_lammps.spec.effective_spec), `halo`
+    (when given) overriding the spec's halo mode. Of a spec in the toolkit's layout, which only
+    the pair style translates, the checks read the force strategy, and `halo` must be given."""
+    overrides = {"halo": halo} if halo else {}
+    if spec.get("version") == TOOLKIT_SPEC_VERSION:
+        if not halo:
+            raise ValueError("cannot tell the halo mode of a spec in the toolkit's layout: give --halo")
+        strategy = (spec.get("compile") or {}).get("force_strategy")
+        spec = {"compile": {"force_strategy": strategy}} if strategy else {}
+    return effective_spec(spec, overrides)
 
 
 def random_cell(species: List[int], cutoff: float, atoms: int, seed: int, dtype: torch.dtype):
@@ -154,40 +107,25 @@ def _distance(a, b, cell):
     return float((frac @ cell).norm())
 
 
-def _images(cell: torch.Tensor, reach: float):
-    volume = torch.linalg.det(cell).abs()
-    a, b, c = cell
-    heights = [volume / torch.linalg.cross(b, c).norm(), volume / torch.linalg.cross(c, a).norm(),
-               volume / torch.linalg.cross(a, b).norm()]
-    counts = [int(math.ceil(reach / float(h))) for h in heights]
-    return [torch.tensor(i, dtype=torch.float64) @ cell for i in itertools.product(*(range(-k, k + 1) for k in counts))]
-
-
-def whole_cell_graph(positions, cell, cutoff):
-    """Every atom an owned row and no ghost rows; an edge to every periodic image within the
-    cutoff: (senders, receivers, shifts), edge vector = x[receiver] - x[sender] - shift."""
-    senders, receivers, shifts = [], [], []
-    for shift in _images(cell, cutoff):
-        d = (positions.unsqueeze(1) - (positions + shift).unsqueeze(0)).norm(dim=-1)  # [receiver, sender]
-        if float(shift.norm()) == 0.0:
-            d.fill_diagonal_(float("inf"))
-        recv, send = (d < cutoff).nonzero(as_tuple=True)
-        receivers.append(recv)
-        senders.append(send)
-        shifts.append(shift.expand(recv.shape[0], 3))
-    return torch.cat(senders), torch.cat(receivers), torch.cat(shifts)
+def owned_rows_complete(halo: str) -> bool:
+    """Whether owned rows see every edge in halo mode `halo` (the exchange ops' sums then have
+    nothing to add into them)."""
+    return halo_rules(halo)["ghost_receivers"]
 
 
 def rank_graph(positions, cell, cutoff, halo: str, layers: int):
     """The cell as one rank of a decomposed run sees it: the atoms as owned rows, then every
-    periodic image within the halo of an owned atom as a ghost row; edges within the cutoff
-    into owned rows (into every row in halo mode deep). Returns (rows, row_atom, senders,
+    periodic image within the halo of an owned atom as a ghost row (halo_rules: one cutoff or
+    one per layer); edges within the cutoff into owned rows, and into ghost rows where the halo
+    mode gives ghosts edges of their own. In halo mode gp the other ranks' atoms stand in for
+    the ghosts, refreshed from their owners alike. Returns (rows, row_atom, senders,
     receivers)."""
     n = positions.shape[0]
-    shell = cutoff * (layers if halo == "deep" else 1)
+    rules = halo_rules(halo)
+    shell = cutoff * (max(1, layers) if rules["ghost_shell"] == "layers" else 1)
     ghosts, ghost_atom = [], []
-    for shift in _images(cell, shell):
-        if float(shift.norm()) == 0.0:
+    for shift in lattice_shifts(cell, shell):
+        if not shift.any():
             continue
         image = positions + shift
         near = ((image.unsqueeze(1) - positions.unsqueeze(0)).norm(dim=-1) < shell).any(dim=1)
@@ -197,25 +135,25 @@ def rank_graph(positions, cell, cutoff, halo: str, layers: int):
     row_atom = torch.cat([torch.arange(n)] + ghost_atom)
     d = (rows.unsqueeze(1) - rows.unsqueeze(0)).norm(dim=-1)  # [receiver, sender]
     d.fill_diagonal_(float("inf"))
-    if halo != "deep":
+    if not rules["ghost_receivers"]:
         d[n:] = float("inf")  # only owned receivers
     recv, send = (d < cutoff).nonzero(as_tuple=True)
     return rows, row_atom, send, recv
 
 
 def evaluate(model, rows, row_atom, senders, receivers, edge_vectors, numbers, cell, n_owned, dtype,
-             deep=None):
-    """Energy of the owned rows and the forces on the atoms (from the edge gradients). deep:
-    None for one process owning every row, else the exchange ops act as on one rank (True:
-    halo mode deep)."""
+             halo=None):
+    """Energy of the owned rows and the forces on the atoms (from the edge gradients). halo:
+    None for one process owning every row, else the exchange ops act as on one rank of that
+    halo mode."""
     inputs = {"positions": rows.to(dtype), "atomic_numbers": numbers[row_atom],
               "neighbor_list": torch.stack([senders, receivers], dim=1), "edge_vectors": edge_vectors.to(dtype),
               "cell": cell.view(1, 3, 3).to(dtype), "pbc": torch.ones(1, 3, dtype=torch.bool),
               "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
-    if deep is None:
+    if halo is None:
         energies, gradient = model(inputs)
     else:
-        with nvalchemi_lammps.ops.owners(row_atom, n_owned, owned_rows_complete=deep):
+        with nvalchemi_lammps.ops.owners(row_atom, n_owned, owned_rows_complete=owned_rows_complete(halo)):
             energies, gradient = model(inputs)
     if energies.dim() != 1 or energies.shape[0] != rows.shape[0]:
         raise ValueError(f"'{model.energy_key}' has shape {list(energies.shape)}, expected [{rows.shape[0]}] "
@@ -234,7 +172,7 @@ def exchange_calls(model, rows, senders, receivers, numbers, cell, n_owned, dtyp
               "neighbor_list": torch.stack([senders, receivers], dim=1),
               "edge_vectors": (rows[receivers] - rows[senders]).to(dtype), "cell": cell.view(1, 3, 3).to(dtype),
               "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
-    with nvalchemi_lammps.ops.owners(torch.arange(rows.shape[0]), n_owned, owned_rows_complete=halo == "deep"), \
+    with nvalchemi_lammps.ops.owners(torch.arange(rows.shape[0]), n_owned, owned_rows_complete=owned_rows_complete(halo)), \
             nvalchemi_lammps.ops.recorded_calls() as calls:
         if differentiate:
             model(inputs)
@@ -243,16 +181,18 @@ def exchange_calls(model, rows, senders, receivers, numbers, cell, n_owned, dtyp
     return list(calls)
 
 
-def check_in_step(model, meta: Dict, halo: str, layers: int, atoms: int, seed: int) -> Tuple[bool, str]:
+def check_in_step(model, meta: Dict, spec: Dict, atoms: int, seed: int) -> Tuple[bool, str]:
     """Whether a rank with atoms and ghosts, a rank with ghosts only and a rank with neither make
     the same exchange calls, and the first rank again (TorchScript runs an optimized graph from
-    its second call, which must keep the calls' order); (verdict, detail)."""
+    its second call, which must keep the calls' order), running with the effective spec `spec`
+    (checked_spec); (verdict, detail)."""
+    halo = spec["halo"]
     dtype = torch.float64 if meta["dtype"] == "float64" else torch.float32
     cutoff = float(meta["cutoff"])
     positions, numbers, cell = random_cell(meta["species"], cutoff, atoms, seed, torch.float64)
-    rows, row_atom, senders, receivers = rank_graph(positions, cell, cutoff, halo, layers)
+    rows, row_atom, senders, receivers = rank_graph(positions, cell, cutoff, halo, spec["num_message_passing_layers"])
     none = torch.zeros(0, dtype=torch.int64)
-    differentiate = model.format == "AOTInductor" or forces_from_node_energies(meta["spec"])
+    differentiate = model.format == AOTINDUCTOR or forces_from_node_energies(spec)
     ranks = (("a rank with atoms and ghosts", rows, senders, receivers, numbers[row_atom], atoms),
              ("a rank with ghosts only", rows[atoms:], none, none, numbers[row_atom[atoms:]], 0),
              ("a rank with no atoms and no ghosts", rows[:0], none, none, none, 0),
@@ -285,7 +225,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="nvalchemi-check", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="a model file (.pt or .pt2)")
-    parser.add_argument("--halo", choices=("local", "layerwise", "deep"), default="",
+    parser.add_argument("--halo", choices=HALO_MODES, default="",
                         help="the halo mode to check (default: the spec's)")
     parser.add_argument("--atoms", type=int, default=16)
     parser.add_argument("--seed", type=int, default=1)
@@ -322,11 +262,12 @@ def main(argv=None):
     print(f"nvalchemi-check: {args.model} ({model.format})")
     try:
         meta = check_metadata(model.metadata_text)
-        halo, layers = halo_and_layers(meta["spec"], args.halo)
-        if halo == "gp":
-            raise ValueError("halo mode gp is not run by this version of pair_style nvalchemi")
+        spec = checked_spec(meta["spec"], args.halo)
+        halo, layers = spec["halo"], spec["num_message_passing_layers"]
+        system_rows = (" (checked as one rank of it sees the system: the other ranks' atoms as rows "
+                       "refreshed from their owners)") if halo_rules(halo)["model_rows"] == "system" else ""
         report("metadata", True, f"cutoff {meta['cutoff']}, species {meta['species']}, units {meta['units']}, "
-                                 f"{meta['dtype']}, halo {halo}, {layers} layer(s)")
+                                 f"{meta['dtype']}, halo {halo}{system_rows}, {layers} layer(s)")
     except (ValueError, KeyError, json.JSONDecodeError) as exc:
         report("metadata", False, str(exc))
         return verdict()
@@ -336,7 +277,7 @@ def main(argv=None):
     tol = 1e-10 if dtype == torch.float64 else 1e-4
     cutoff = float(meta["cutoff"])
     positions, numbers, cell = random_cell(meta["species"], cutoff, args.atoms, args.seed, dtype)
-    senders, receivers, shifts = whole_cell_graph(positions, cell, cutoff)
+    senders, receivers, shifts = periodic_edges(positions, cell, cutoff)
     atoms = torch.arange(args.atoms)
 
     def whole_cell(x, of=None, in_dtype=dtype):
@@ -359,17 +300,17 @@ def main(argv=None):
     report("contract", True, f"{args.atoms} atoms, {senders.shape[0]} edges: energy {energy:.10g}; "
                              "no atoms: no energies")
     try:
-        report("in step", *check_in_step(model, meta, halo, layers, args.atoms, args.seed))
+        report("in step", *check_in_step(model, meta, spec, args.atoms, args.seed))
     except Exception as exc:  # noqa: BLE001
         report("in step", False, f"evaluating the model as one rank failed: {exc}")
 
-    if not forces_from_node_energies(meta["spec"]):
+    if not forces_from_node_energies(spec):
         why = ("the spec's forces are not the gradient of owned node energies (the model brings its "
                "own, or a replicated energy): this tool checks node-energy models only")
         skip("forces", why)
         skip("split", why)
         return verdict()
-    if dtype == torch.float32 and model.format == "AOTInductor":
+    if dtype == torch.float32 and model.format == AOTINDUCTOR:
         skip("forces", "central differences of a float32 energy are rounding, and a float32 AOTInductor "
                        "program has no float64 twin: check the float64 export")
     else:
@@ -396,7 +337,7 @@ def main(argv=None):
         rows, row_atom, rank_senders, rank_receivers = rank_graph(positions, cell, cutoff, halo, layers)
         split_energy, split_forces = evaluate(model, rows, row_atom, rank_senders, rank_receivers,
                                               rows[rank_receivers] - rows[rank_senders], numbers, cell,
-                                              args.atoms, dtype, deep=halo == "deep")
+                                              args.atoms, dtype, halo=halo)
         e_err, f_err = relative(split_energy, energy), relative(split_forces, forces)
         ok = max(e_err, f_err) <= tol
         hint = "" if ok else (" (a model must compute geometry from edge_vectors, sum only owned rows' "

@@ -11,7 +11,7 @@ this module is its Python side, for both formats pair_style nvalchemi loads:
   program cannot be differentiated from C++ (doc/Howto_nvalchemi_contract.rst, "AOTInductor
   models").
 
-`read_metadata` reads the metadata of either back.
+`read_metadata` (nvalchemi_lammps.model_file) reads the metadata of either back.
 """
 
 import argparse
@@ -28,6 +28,8 @@ import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
 
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS,  # noqa: F401  (the export's API)
                                        CONTRACT_VERSION, METADATA_FILE)
+from nvalchemi_lammps.model_file import (AOTINDUCTOR, LoadedModel, output_format,
+                                         read_metadata)  # noqa: F401  (the export's API)
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -57,22 +59,19 @@ def save_scripted_model(scripted: torch.jit.ScriptModule, path: str, **metadata_
 def require_ranks_in_step(path: str, metadata: Dict) -> None:
     """Remove the model just written to `path` and raise ValueError if a rank without atoms
     would make other exchange calls than a rank with atoms (nvalchemi-check's "in step" check):
-    pair_style nvalchemi stops such a run. A model that cannot be evaluated on the check's small
-    random cell is kept, with a warning to run nvalchemi-check."""
+    pair_style nvalchemi stops such a run; or if the model cannot be evaluated as a rank of a
+    decomposed run on the check's small random cell of its species."""
     from nvalchemi_lammps import check as nvalchemi_check
+    # a spec in the toolkit's layout, which only the pair style translates: checked on the rows
+    # of halo mode layerwise
+    halo = "layerwise" if metadata["spec"].get("version") == nvalchemi_check.TOOLKIT_SPEC_VERSION else ""
     try:
-        halo, layers = nvalchemi_check.halo_and_layers(metadata["spec"], "")
-    except ValueError:  # a spec in the toolkit's layout: the rows of halo mode layerwise
-        halo, layers = "layerwise", 1
-    try:
-        model = nvalchemi_check.LoadedModel(path)
-        in_step, detail = nvalchemi_check.check_in_step(model, metadata, "layerwise" if halo == "gp" else halo,
-                                                        layers, atoms=8, seed=1)
+        spec = nvalchemi_check.checked_spec(metadata["spec"], halo)
+        in_step, detail = nvalchemi_check.check_in_step(LoadedModel(path), metadata, spec, atoms=8, seed=1)
     except Exception as exc:  # noqa: BLE001  (any failure of the evaluation itself)
         cause = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]  # a TorchScript trace ends in it
-        print(f"nvalchemi-export: warning: could not check that every rank of {path} makes the same exchange "
-              f"calls ({cause}); run nvalchemi-check {path}", file=sys.stderr)
-        return
+        in_step, detail = False, (f"evaluating it as one rank of a decomposed run, on a random cell of 8 atoms of "
+                                  f"its species, failed: {cause}")
     if not in_step:
         os.remove(path)
         raise ValueError(f"{path} not written: {detail}")
@@ -99,7 +98,7 @@ def save_model(
     ({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}) or a full spec with a
     "version" key (doc/Howto_nvalchemi_spec.rst); {"preset": "SPEC_LJ_HALO"} if omitted.
     """
-    if path.endswith(".pt2"):
+    if output_format(path) == AOTINDUCTOR:
         return save_aoti_model(module, path, cutoff=cutoff, species=species, units=units,
                                dtype=dtype, spec=spec, device=device)
     scripted = torch.jit.script(module.to(dtype).eval())
@@ -264,16 +263,6 @@ def species_index(species: Sequence[int]) -> torch.Tensor:
     return index
 
 
-def read_metadata(path: str) -> Dict:
-    """The metadata stored in a saved model (TorchScript or AOTInductor)."""
-    if path.endswith(".pt2"):
-        loaded = torch._inductor.aoti_load_package(path)
-        return json.loads(loaded.get_metadata()[METADATA_FILE])
-    extra = {METADATA_FILE: ""}
-    torch.jit.load(path, _extra_files=extra)
-    return json.loads(extra[METADATA_FILE])
-
-
 # the chemical elements by atomic number (index 0: none), so that the tools need nothing beyond torch
 ELEMENTS = ("", *"""H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As
     Se Br Kr Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er
@@ -344,7 +333,7 @@ def main(argv=None):
     metadata = save_model(module, args.output, cutoff=args.cutoff, species=species,
                           units=args.units, dtype=torch.float64 if args.dtype == "float64" else torch.float32,
                           spec=spec)
-    print(f"nvalchemi-export: wrote {args.output} ({'AOTInductor' if args.output.endswith('.pt2') else 'TorchScript'}): "
+    print(f"nvalchemi-export: wrote {args.output} ({output_format(args.output)}): "
           f"{json.dumps(metadata, sort_keys=True)}")
 
 

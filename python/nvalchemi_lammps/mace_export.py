@@ -36,6 +36,7 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import frozen_copy, override_method, require_release, save_scripted_model, species_index
+from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 # mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
@@ -164,8 +165,8 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
         head = heads[-1]
     if head not in heads:
         raise SystemExit(f"mace_export: the model has no head '{head}' (its heads: {', '.join(heads)})")
-    if halo not in ("layerwise", "deep"):
-        raise SystemExit(f"mace_export: halo must be layerwise or deep, not '{halo}'")
+    if halo not in EXPORTER_HALO_MODES:
+        raise SystemExit(f"mace_export: halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
     model = frozen_copy(model, dtype)
     layers = int(model.num_interactions)
     if halo == "layerwise" and _update_owned_rows(model, interaction_base) != layers:
@@ -173,12 +174,8 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
                          "num_interactions counts; export with --halo deep")
     # e3nn's modules must be compiled its way before the wrapper is scripted
     scripted = torch.jit.script(jit.compile(MaceContractModel(model, heads.index(head), halo == "layerwise")))
-    spec: Dict = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers}
-    if halo == "deep":
-        spec["halo"] = "deep"
-    else:  # the widest row refresh_neighbors moves: the features a convolution reads
-        spec["exchange_feature_width"] = max(o3.Irreps(block.edge_irreps).dim
-                                             for block in model.interactions)
+    # the widest row refresh_neighbors moves: the features a convolution reads
+    spec = exporter_spec(halo, layers, max(o3.Irreps(block.edge_irreps).dim for block in model.interactions))
     return save_scripted_model(scripted, output, cutoff=float(model.r_max),
                                species=[int(z) for z in model.atomic_numbers], units="metal",
                                dtype=dtype, spec=spec)
@@ -191,7 +188,7 @@ def main(argv=None):
     parser.add_argument("-o", "--output", required=True, help="the TorchScript file to write (.pt)")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--head", default=None, help="the head to export (default: the last)")
-    parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise")
+    parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
     args = parser.parse_args(argv)
     metadata = export(load_mace(args.model), args.output,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32,

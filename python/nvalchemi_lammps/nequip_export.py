@@ -44,6 +44,8 @@ import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for sc
 from nvalchemi_lammps.export import (
     atomic_number, centre_first_edges, frozen_copy, override_method, require_release, save_aoti_model,
     save_scripted_model, species_index)
+from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
+from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
 
 
@@ -154,8 +156,8 @@ def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = 
     LAMMPS `units` (units_of); returns the metadata written."""
     interaction_block = _import_nequip()
     from e3nn.util.jit import script
-    if halo not in ("layerwise", "deep"):
-        raise SystemExit(f"nequip_export: halo must be layerwise or deep, not '{halo}'")
+    if halo not in EXPORTER_HALO_MODES:
+        raise SystemExit(f"nequip_export: halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
     numbers = species_of(graph_model, species)
     meta = graph_model.metadata() if callable(graph_model.metadata) else graph_model.metadata
     units = units_of(meta, units)
@@ -164,26 +166,22 @@ def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = 
     energy_model = frozen_copy(energy_model_of(graph_model), dtype)
     blocks = [m for m in energy_model.modules() if isinstance(m, interaction_block)]
     layers = max(1, len(blocks))
-    if layers == 1:  # Allegro, or a one-layer NequIP: strictly local
-        spec: Dict = {"preset": "SPEC_LJ_HALO"}
-    elif halo == "deep":
-        spec = {"preset": "SPEC_MPNN_HALO", "halo": "deep", "num_message_passing_layers": layers}
-    else:
+    width = 0  # the widest row refresh_neighbors moves (Allegro, a one-layer NequIP: strictly local)
+    if layers > 1 and halo == "layerwise":
         if any(getattr(layer, "resnet", False) and getattr(getattr(layer, "conv", None), "is_first_layer", False)
                for layer in energy_model.modules()):
             raise SystemExit("nequip_export: the model's first layer adds its input to its output on every atom "
                              "(a residual update), which the layerwise export cannot run: its interaction "
                              "blocks update owned atoms only, as in nequip's ML-IAP mode; export with --halo deep")
-        width = 0
         for block in blocks:
             override_method(block, _OwnedRowCount._get_mliap_num_local)
             exchange = block.ghost_exchange
             override_method(exchange, _RefreshGhostRows.forward)
             width = max(width, exchange.irreps_in[exchange.field].dim)
-        spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers, "exchange_feature_width": width}
+    spec = exporter_spec(halo, layers, width)
     wrapper = NequipContractModel(energy_model, numbers, owned_rows=layers > 1 and halo == "layerwise")
     metadata_args = dict(cutoff=cutoff, species=numbers, units=units, dtype=dtype, spec=spec)
-    if output.endswith(".pt2"):
+    if output_format(output) == AOTINDUCTOR:
         return save_aoti_model(wrapper, output, **metadata_args)
     return save_scripted_model(script(wrapper), output, **metadata_args)
 
@@ -196,7 +194,7 @@ def main(argv=None):
     parser.add_argument("--units", default=None,
                         help="the LAMMPS unit style of the model's training data (metal: eV, Angstrom); "
                              "required unless the model's metadata records it")
-    parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise",
+    parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise",
                         help="for NequIP (message passing); Allegro is always local")
     parser.add_argument("--dtype", choices=("float64", "float32"), default=None,
                         help="default: the model's own model_dtype")

@@ -4,7 +4,7 @@ The plain-PyTorch oracles of the tests evaluate a model on these inputs."""
 
 import itertools
 import math
-from typing import Dict
+from typing import Dict, List
 
 import torch
 
@@ -17,29 +17,40 @@ def heights(cell: torch.Tensor):
             float(volume / torch.linalg.cross(a, b).norm())]
 
 
-def periodic_inputs(positions: torch.Tensor, atomic_numbers: torch.Tensor, cell: torch.Tensor,
-                    cutoff: float) -> Dict[str, torch.Tensor]:
-    """The contract's inputs for the whole cell, with an edge to every periodic image within
-    `cutoff` (any cell size). `positions` and the returned `edge_vectors` keep their autograd
-    links: edge_vectors = positions[receiver] - (positions[sender] + shift)."""
-    n = positions.shape[0]
-    reach = [int(math.ceil(cutoff / h)) for h in heights(cell.detach())]
+def lattice_shifts(cell: torch.Tensor, reach: float) -> List[torch.Tensor]:
+    """Every lattice vector i a + j b + k c with |i|, |j|, |k| up to what `reach` needs along
+    each axis (cell rows = lattice vectors), the zero shift included."""
+    counts = [int(math.ceil(reach / h)) for h in heights(cell)]
+    return [torch.tensor(image, dtype=cell.dtype) @ cell
+            for image in itertools.product(*(range(-k, k + 1) for k in counts))]
+
+
+def periodic_edges(positions: torch.Tensor, cell: torch.Tensor, cutoff: float):
+    """Every atom a row, an edge to every periodic image within `cutoff` (any cell size):
+    (senders, receivers, shifts), the edge vector being x[receiver] - (x[sender] + shift)."""
+    positions, cell = positions.detach(), cell.detach()
     senders, receivers, shifts = [], [], []
-    for image in itertools.product(*(range(-k, k + 1) for k in reach)):
-        shift = torch.tensor(image, dtype=cell.dtype) @ cell.detach()
-        d = positions.detach().unsqueeze(1) - (positions.detach().unsqueeze(0) + shift)  # [recv, send]
+    for shift in lattice_shifts(cell, cutoff):
+        d = positions.unsqueeze(1) - (positions.unsqueeze(0) + shift)  # [recv, send]
         close = (d * d).sum(-1) < cutoff * cutoff
-        if image == (0, 0, 0):
+        if not shift.any():
             close.fill_diagonal_(False)
         recv, send = close.nonzero(as_tuple=True)
         receivers.append(recv)
         senders.append(send)
         shifts.append(shift.expand(recv.shape[0], 3))
-    senders, receivers, shifts = torch.cat(senders), torch.cat(receivers), torch.cat(shifts)
+    return torch.cat(senders), torch.cat(receivers), torch.cat(shifts)
+
+
+def periodic_inputs(positions: torch.Tensor, atomic_numbers: torch.Tensor, cell: torch.Tensor,
+                    cutoff: float) -> Dict[str, torch.Tensor]:
+    """The contract's inputs for the whole cell (periodic_edges). `positions` and the returned
+    `edge_vectors` keep their autograd links."""
+    senders, receivers, shifts = periodic_edges(positions, cell, cutoff)
     return {"positions": positions, "atomic_numbers": atomic_numbers,
             "neighbor_list": torch.stack([senders, receivers], dim=1),
             "edge_vectors": positions[receivers] - (positions[senders] + shifts),
-            "cell": cell.view(1, 3, 3), "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n)}
+            "cell": cell.view(1, 3, 3), "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(positions.shape[0])}
 
 
 def node_energy_reference(model: torch.nn.Module, positions: torch.Tensor, atomic_numbers: torch.Tensor,

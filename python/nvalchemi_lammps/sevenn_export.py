@@ -41,6 +41,7 @@ import torch
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
     centre_first_edges, frozen_copy, require_release, save_scripted_model, species_index)
+from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
 
 # sevenn releases whose model layout (module names, data keys) the exporter relies on; keep equal
@@ -157,8 +158,8 @@ def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
                          "output with len(), which a trace freezes to one atom count); name the output file .pt")
     convolution_class, _ = _import_sevenn()
     from e3nn.util.jit import script
-    if halo not in ("layerwise", "deep"):
-        raise SystemExit(f"sevenn_export: halo must be layerwise or deep, not '{halo}'")
+    if halo not in EXPORTER_HALO_MODES:
+        raise SystemExit(f"sevenn_export: halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
     if model.type_map is None or not model.cutoff:
         raise SystemExit("sevenn_export: the model records no type map or cutoff; export a SevenNet checkpoint")
     model = frozen_copy(model, dtype)
@@ -174,13 +175,9 @@ def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
     layers = len(convolutions)
     if layers == 0:
         raise SystemExit("sevenn_export: the model has no convolution this exporter knows")
-    if layers == 1:  # strictly local
-        spec: Dict = {"preset": "SPEC_LJ_HALO"}
-    elif halo == "deep":
-        spec = {"preset": "SPEC_MPNN_HALO", "halo": "deep", "num_message_passing_layers": layers}
-    else:  # the widest row refresh_neighbors moves: the features a convolution but the first reads
-        spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers,
-                "exchange_feature_width": max(model._modules[name]._comm_size for name in convolutions[1:])}
+    # the widest row refresh_neighbors moves: the features a convolution but the first reads
+    spec = exporter_spec(halo, layers, max((model._modules[name]._comm_size for name in convolutions[1:]),
+                                           default=0))
     owned_rows_only = layers > 1 and halo == "layerwise"
     if owned_rows_only:
         for i, name in enumerate(convolutions):
@@ -199,7 +196,7 @@ def main(argv: Optional[List[str]] = None):
     parser.add_argument("-o", "--output", required=True, help="the TorchScript file to write (.pt)")
     parser.add_argument("--modal", default=None,
                         help="the fidelity of a multi-fidelity model (SevenNet-MF-0: PBE, R2SCAN)")
-    parser.add_argument("--halo", choices=("layerwise", "deep"), default="layerwise")
+    parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                         help="float32: as SevenNet runs (its weights are float32); float64: exact parity across ranks")
     args = parser.parse_args(argv)

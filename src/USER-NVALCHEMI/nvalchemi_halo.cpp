@@ -7,30 +7,21 @@
 #include "nvalchemi_graph_partition.h"
 
 #include <algorithm>
-#include <stdexcept>
 #include <vector>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
   namespace {
-    // local and layerwise: the rank's atoms within one cutoff; a layerwise model refreshes its
-    // ghost rows between layers, and ghost rows hold partials owed to their owners
+    // local, layerwise and deep: the model's rows are the rank's atoms, moved by per-atom
+    // communication. A layerwise model refreshes its ghost rows between layers, and ghost rows
+    // hold partials owed to their owners; in deep mode the ghosts within L cutoffs have edges
+    // of their own, so that L layers on this rank see all the owned atoms need, and owned rows
+    // of an edge sum are complete.
     class AtomHalo : public Halo {
      public:
       AtomHalo(HaloMode mode, const RowExchangeMaker &row_exchange) : Halo(mode)
-      { exchange = row_exchange(false); }
-    };
-
-    // deep: the ghosts within L cutoffs, with edges of their own, so that L layers of message
-    // passing on this rank see all the owned atoms need; owned rows of an edge sum are complete
-    class DeepHalo : public Halo {
-     public:
-      explicit DeepHalo(const RowExchangeMaker &row_exchange) : Halo(HaloMode::DEEP)
-      { exchange = row_exchange(true); }
-      bool ghost_receivers() const override { return true; }
-      double ghost_cutoff(double cutoff, double skin, int layers) const override
-      { return std::max(1, layers) * cutoff + skin; }
+      { exchange = row_exchange(halo_rules(mode).ghost_receivers); }
     };
 
     // gp: the model's rows are the whole system's atoms (nvalchemi_graph_partition)
@@ -65,19 +56,17 @@ namespace NVAlchemi {
     };
   }    // namespace
 
+  double Halo::ghost_cutoff(double cutoff, double skin, int layers) const
+  {
+    if (!halo_rules(which).shell_per_layer) return 0.0;
+    return std::max(1, layers) * cutoff + skin;
+  }
+
   std::unique_ptr<Halo> make_halo(HaloMode mode, const RowExchangeMaker &row_exchange,
                                   MPI_Comm world)
   {
-    switch (mode) {
-      case HaloMode::LOCAL:
-      case HaloMode::LAYERWISE:
-        return std::make_unique<AtomHalo>(mode, row_exchange);
-      case HaloMode::DEEP:
-        return std::make_unique<DeepHalo>(row_exchange);
-      case HaloMode::GP:
-        return std::make_unique<PartitionHalo>(world);
-    }
-    throw std::invalid_argument("unknown halo mode");
+    if (halo_rules(mode).system_rows) return std::make_unique<PartitionHalo>(world);
+    return std::make_unique<AtomHalo>(mode, row_exchange);
   }
 
 }    // namespace NVAlchemi

@@ -2,8 +2,10 @@
    USER-NVALCHEMI: the halo mode of a run as one object. It owns what the mode asks of LAMMPS
    (the neighbor list, the ghost cutoff, atom IDs), the graph the model sees and how its rows
    map back to the rank's atoms, and the exchanger the exchange ops use. The pair style asks the
-   halo and never the mode's name; a new halo mode is a class in nvalchemi_halo.cpp and one line
-   in make_halo (with its exchanger in a unit of its own when it needs a new one).
+   halo and never the mode's name. A new halo mode is an entry of the spec's tables
+   (nvalchemi_spec_tables.h: its name and what it asks of the rank's graph, which the Python
+   tools read too) and its HaloMode enumerator; a class here and a line in make_halo only when
+   its model rows are not the rank's (with its exchanger in a unit of its own).
    MPI only: no LAMMPS classes, no LibTorch.
 ------------------------------------------------------------------------- */
 
@@ -34,11 +36,10 @@ namespace NVAlchemi {
     // multi-layer model needs no exchange between its layers. Otherwise the rank's graph comes
     // from a half list without newton (each owned pair once, each owned-ghost pair on both
     // ranks).
-    virtual bool ghost_receivers() const { return false; }
+    bool ghost_receivers() const { return halo_rules(which).ghost_receivers; }
     // The ghost cutoff the mode needs for a model of `layers` message-passing layers, or 0
     // where LAMMPS' default (the pair cutoff plus the skin) serves.
-    virtual double ghost_cutoff(double /*cutoff*/, double /*skin*/, int /*layers*/) const
-    { return 0.0; }
+    double ghost_cutoff(double cutoff, double skin, int layers) const;
     // Ghost atoms are matched to rows by atom ID: LAMMPS must keep atom IDs.
     virtual bool maps_atoms_by_id() const { return false; }
     // The exchange calls move rows through the pair style's per-atom communication (AtomComm),

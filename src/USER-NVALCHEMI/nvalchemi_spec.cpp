@@ -3,6 +3,7 @@
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_spec.h"
+#include "nvalchemi_spec_tables.h"
 
 #include "json.h"
 
@@ -19,7 +20,7 @@ namespace NVAlchemi {
   // ---- enum names ------------------------------------------------------------------------
 
   namespace {
-    template <typename E> using NameTable = std::vector<std::pair<E, const char *>>;
+    template <typename E> using NameTable = std::vector<std::pair<E, std::string>>;
 
     const NameTable<OutputKind> OUTPUT_KINDS = {{OutputKind::PER_NODE, "per_node"},
                                                 {OutputKind::PER_GRAPH, "per_graph"},
@@ -28,19 +29,54 @@ namespace NVAlchemi {
     const NameTable<Reduce> REDUCES = {{Reduce::NONE, "none"},
                                        {Reduce::ALL_REDUCE, "all_reduce"},
                                        {Reduce::OWNED_ONLY, "owned_only"}};
-    const NameTable<HaloMode> HALO_MODES = {{HaloMode::LOCAL, "local"},
-                                            {HaloMode::LAYERWISE, "layerwise"},
-                                            {HaloMode::DEEP, "deep"},
-                                            {HaloMode::GP, "gp"}};
-    const NameTable<ForceStrategy> FORCE_STRATEGIES = {
-        {ForceStrategy::MODEL_INTERNAL, "model"},
-        {ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, "node_energy"},
-        {ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, "global_energy"}};
+
+    // the spec's tables (nvalchemi_spec_tables.h), parsed once
+    const json &tables()
+    {
+      static const json parsed = json::parse(SPEC_TABLES_JSON);
+      return parsed;
+    }
+    // the fields of a spec object of the tables (the JSON section below)
+    MLIPSpec fields_from(const json &obj);
+    const MLIPSpec &defaults();
+
+    // the names of an enumeration from the tables' list `key`, in enumerator order;
+    // `field`: the name's key in each entry
+    template <typename E>
+    NameTable<E> enum_names(const char *key, const char *field, int enumerators)
+    {
+      const json &entries = tables().at(key);
+      if (static_cast<int>(entries.size()) != enumerators)
+        throw std::logic_error(std::string("nvalchemi_spec_tables.h: '") + key + "' lists " +
+                               std::to_string(entries.size()) + " entries for " +
+                               std::to_string(enumerators) + " enumerators");
+      NameTable<E> table;
+      for (int i = 0; i < enumerators; ++i)
+        table.emplace_back(static_cast<E>(i), entries[i].at(field).get_ref<const std::string &>());
+      return table;
+    }
+
+    const NameTable<HaloMode> &halo_modes()
+    {
+      static const NameTable<HaloMode> table =
+          enum_names<HaloMode>("halo_modes", "name", static_cast<int>(HaloMode::GP) + 1);
+      return table;
+    }
+    constexpr int FORCE_STRATEGY_COUNT =
+        static_cast<int>(ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY) + 1;
+    const NameTable<ForceStrategy> &force_strategies()
+    {
+      static const NameTable<ForceStrategy> table =
+          enum_names<ForceStrategy>("force_strategies", "name", FORCE_STRATEGY_COUNT);
+      return table;
+    }
     // the toolkit's ForceStrategy values, read as synonyms
-    const NameTable<ForceStrategy> TOOLKIT_FORCE_STRATEGIES = {
-        {ForceStrategy::MODEL_INTERNAL, "model_internal"},
-        {ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, "framework_from_node_energy"},
-        {ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, "framework_from_global_energy"}};
+    const NameTable<ForceStrategy> &toolkit_force_strategies()
+    {
+      static const NameTable<ForceStrategy> table =
+          enum_names<ForceStrategy>("force_strategies", "toolkit_name", FORCE_STRATEGY_COUNT);
+      return table;
+    }
 
     template <typename E> std::string name_of(const NameTable<E> &table, E value)
     {
@@ -55,7 +91,7 @@ namespace NVAlchemi {
       std::string valid;
       for (const auto &entry : table) {
         if (text == entry.second) return entry.first;
-        valid += std::string(valid.empty() ? "" : ", ") + entry.second;
+        valid += (valid.empty() ? "" : ", ") + entry.second;
       }
       throw std::invalid_argument("unknown " + std::string(what) + " '" + text +
                                   "' (valid: " + valid + ")");
@@ -67,20 +103,20 @@ namespace NVAlchemi {
   std::string to_string(Reduce v)
   { return name_of(REDUCES, v); }
   std::string to_string(HaloMode v)
-  { return name_of(HALO_MODES, v); }
+  { return name_of(halo_modes(), v); }
   std::string to_string(ForceStrategy v)
-  { return name_of(FORCE_STRATEGIES, v); }
+  { return name_of(force_strategies(), v); }
   OutputKind parse_output_kind(const std::string &s)
   { return parse_name(OUTPUT_KINDS, s, "output kind"); }
   Reduce parse_reduce(const std::string &s)
   { return parse_name(REDUCES, s, "reduce"); }
   HaloMode parse_halo_mode(const std::string &s)
-  { return parse_name(HALO_MODES, s, "halo mode"); }
+  { return parse_name(halo_modes(), s, "halo mode"); }
   ForceStrategy parse_force_strategy(const std::string &s)
   {
-    for (const auto &entry : TOOLKIT_FORCE_STRATEGIES)
+    for (const auto &entry : toolkit_force_strategies())
       if (s == entry.second) return entry.first;
-    return parse_name(FORCE_STRATEGIES, s, "force strategy");
+    return parse_name(force_strategies(), s, "force strategy");
   }
 
   // ---- composition and defaults ----------------------------------------------------------
@@ -91,10 +127,6 @@ namespace NVAlchemi {
       if (v) target = v;
     }
 
-    template <typename T> void default_if_unset(std::optional<T> &target, const T &value)
-    {
-      if (!target) target = value;
-    }
   }    // namespace
 
   bool CompilePolicy::operator==(const CompilePolicy &o) const
@@ -138,18 +170,21 @@ namespace NVAlchemi {
             "' has kind 'unknown': declare it per_node (one value per atom row), per_graph (one "
             "per system) or global (passed through); pair_style nvalchemi does not guess a kind "
             "from the number of rows");
-    MLIPSpec r = *this;
-    default_if_unset(r.node_energy_key, std::string("atomic_energies"));
-    default_if_unset(r.node_virial_key, std::string("atomic_virials"));
-    default_if_unset(r.halo, HaloMode::LOCAL);
-    default_if_unset(r.num_message_passing_layers, 0);
-    default_if_unset(r.exchange_feature_width, 0);
-    default_if_unset(r.custom_ops, std::vector<std::string>());
-    default_if_unset(r.compile.static_shapes, false);
-    default_if_unset(r.compile.atom_capacity_growth, 1.2);
-    default_if_unset(r.compile.edge_capacity_growth, 1.2);
-    default_if_unset(r.compile.force_strategy, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY);
-    return r;
+    return defaults() | *this;
+  }
+
+  const HaloRules &halo_rules(HaloMode mode)
+  {
+    static const std::vector<HaloRules> rules = [] {
+      std::vector<HaloRules> r;
+      for (const json &entry : tables().at("halo_modes"))
+        r.push_back({entry.at("ghost_receivers").get<bool>(),
+                     entry.at("ghost_shell").get<std::string>() == "layers",
+                     entry.at("model_rows").get<std::string>() == "system"});
+      return r;
+    }();
+    halo_modes();    // the tables list one entry per enumerator
+    return rules.at(static_cast<size_t>(mode));
   }
 
   StrategyKind MLIPSpec::strategy() const
@@ -158,64 +193,12 @@ namespace NVAlchemi {
   // ---- presets -----------------------------------------------------------------------------
 
   namespace {
-    const OutputSpec OWNED_NODE_VALUE{OutputKind::PER_NODE, Reduce::OWNED_ONLY};
-    const OutputSpec NODE_PARTIAL{OutputKind::PER_NODE, Reduce::ALL_REDUCE};
-    const OutputSpec RANK_PARTIAL{OutputKind::PER_GRAPH, Reduce::ALL_REDUCE};
-    const OutputSpec REPLICATED{OutputKind::PER_GRAPH, Reduce::NONE};
-
-    MLIPSpec make_preset(HaloMode halo, ForceStrategy forces,
-                         std::map<std::string, OutputSpec> outputs)
-    {
-      MLIPSpec spec;
-      spec.halo = halo;
-      spec.compile.force_strategy = forces;
-      spec.outputs = std::move(outputs);
-      return spec;
-    }
-
     const std::vector<std::pair<std::string, MLIPSpec>> &presets()
     {
       static const std::vector<std::pair<std::string, MLIPSpec>> table = [] {
         std::vector<std::pair<std::string, MLIPSpec>> t;
-        const std::map<std::string, OutputSpec> energies = {{"atomic_energies", OWNED_NODE_VALUE},
-                                                            {"energy", RANK_PARTIAL}};
-        // strictly local pair-like models: one cutoff, no exchange
-        t.emplace_back(
-            "SPEC_LJ_HALO",
-            make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
-        // message passing: ghost rows refreshed from their owners between layers
-        t.emplace_back(
-            "SPEC_MPNN_HALO",
-            make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies));
-        // message passing with the model's own forces; ghost-row force partials scattered home
-        auto uma = energies;
-        uma["forces"] = NODE_PARTIAL;
-        uma["virial"] = RANK_PARTIAL;
-        uma["atomic_virials"] = NODE_PARTIAL;
-        t.emplace_back("SPEC_UMA_HALO",
-                       make_preset(HaloMode::LAYERWISE, ForceStrategy::MODEL_INTERNAL, uma));
-        // local real space plus reciprocal sums through system_sum: the energy is replicated on
-        // every rank, forces come from each rank's E / nprocs share
-        const std::map<std::string, OutputSpec> long_range = {{"atomic_energies", OWNED_NODE_VALUE},
-                                                              {"energy", REPLICATED}};
-        t.emplace_back(
-            "SPEC_EWALD_HALO",
-            make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range));
-        MLIPSpec pme =
-            make_preset(HaloMode::LOCAL, ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY, long_range);
-        pme.compile.static_shapes = true;    // a fixed mesh
-        t.emplace_back("SPEC_PME_HALO", pme);
-        // two stages: coordination numbers refreshed to ghosts, then the energy
-        MLIPSpec d3 =
-            make_preset(HaloMode::LAYERWISE, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
-        d3.num_message_passing_layers = 2;
-        d3.exchange_feature_width = 1;
-        t.emplace_back("SPEC_DFTD3_HALO", d3);
-        // graph partition: no ghost compute, padded shapes
-        MLIPSpec gp =
-            make_preset(HaloMode::GP, ForceStrategy::FRAMEWORK_FROM_NODE_ENERGY, energies);
-        gp.compile.static_shapes = true;
-        t.emplace_back("SPEC_MPNN_GP", gp);
+        for (const json &entry : tables().at("presets"))
+          t.emplace_back(entry.at("name").get<std::string>(), fields_from(entry.at("spec")));
         return t;
       }();
       return table;
@@ -346,6 +329,19 @@ namespace NVAlchemi {
         if (c.contains("force_strategy"))
           spec.compile.force_strategy = parse_force_strategy(get_string(c, "force_strategy"));
       }
+    }
+
+    MLIPSpec fields_from(const json &obj)
+    {
+      MLIPSpec spec;
+      read_fields(obj, spec);
+      return spec;
+    }
+
+    const MLIPSpec &defaults()
+    {
+      static const MLIPSpec resolved_defaults = fields_from(tables().at("defaults"));
+      return resolved_defaults;
     }
   }    // namespace
 

@@ -79,7 +79,7 @@ namespace NVAlchemi {
     MLIPSpec operator|(const MLIPSpec &right) const;
     bool operator==(const MLIPSpec &o) const;
 
-    // The spec with every unset field at its default (see defaults in nvalchemi_spec.cpp).
+    // The spec with every unset field at its default ("defaults" in nvalchemi_spec_tables.h).
     // Throws std::invalid_argument for an output of kind 'unknown': this package does not guess
     // a kind from row counts, as the toolkit does.
     MLIPSpec resolved() const;
@@ -92,6 +92,16 @@ namespace NVAlchemi {
     std::string to_json(int indent = -1) const;
     static MLIPSpec from_json(const std::string &text);
   };
+
+  // What a halo mode asks of a rank's graph (nvalchemi_spec_tables.h, read by the Python tools
+  // too): ghost atoms receive edges of their own; ghosts lie within max(1, layers) cutoffs
+  // instead of one; the model's rows are the whole system's atoms instead of the rank's.
+  struct HaloRules {
+    bool ghost_receivers = false;
+    bool shell_per_layer = false;
+    bool system_rows = false;
+  };
+  const HaloRules &halo_rules(HaloMode mode);
 
   // The presets by name ("SPEC_LJ_HALO", ...); throws std::invalid_argument for an unknown one.
   const MLIPSpec &preset(const std::string &name);

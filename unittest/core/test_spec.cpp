@@ -79,6 +79,28 @@ TEST(Spec, PresetsMeanWhatTheDocSays)
   EXPECT_THROW(preset("SPEC_NOPE"), std::invalid_argument);
 }
 
+// what each halo mode asks of a rank's graph, as doc/Howto_nvalchemi_spec.rst says (the tables of
+// nvalchemi_spec_tables.h, which the Python tools read too)
+TEST(Spec, HaloRulesMeanWhatTheDocSays)
+{
+  for (HaloMode mode : {HaloMode::LOCAL, HaloMode::LAYERWISE}) {
+    EXPECT_FALSE(halo_rules(mode).ghost_receivers) << to_string(mode);
+    EXPECT_FALSE(halo_rules(mode).shell_per_layer) << to_string(mode);
+    EXPECT_FALSE(halo_rules(mode).system_rows) << to_string(mode);
+  }
+  EXPECT_TRUE(halo_rules(HaloMode::DEEP).ghost_receivers);
+  EXPECT_TRUE(halo_rules(HaloMode::DEEP).shell_per_layer);
+  EXPECT_FALSE(halo_rules(HaloMode::DEEP).system_rows);
+  EXPECT_FALSE(halo_rules(HaloMode::GP).ghost_receivers);
+  EXPECT_FALSE(halo_rules(HaloMode::GP).shell_per_layer);
+  EXPECT_TRUE(halo_rules(HaloMode::GP).system_rows);
+  EXPECT_EQ(to_string(HaloMode::GP), "gp");
+  EXPECT_EQ(parse_halo_mode("deep"), HaloMode::DEEP);
+  EXPECT_EQ(to_string(ForceStrategy::MODEL_INTERNAL), "model");
+  EXPECT_EQ(parse_force_strategy("framework_from_global_energy"),
+            ForceStrategy::FRAMEWORK_FROM_GLOBAL_ENERGY);
+}
+
 TEST(Spec, CompositionRightSideWinsFieldByField)
 {
   MLIPSpec left = preset("SPEC_MPNN_HALO");

@@ -5,17 +5,16 @@ every row gives them their own energies). The energies are right: nvalchemi-chec
 the parity tests check them. Used by the export fixtures (mace_models.py, nequip_models.py).
 """
 
-import json
-
 import torch
 
 import nvalchemi_lammps.ops
 from nvalchemi_lammps import check
+from nvalchemi_lammps.model_file import LoadedModel
 
 
 def require_owned_rows_only(path: str, atoms: int = 8) -> None:
-    model = check.LoadedModel(path)
-    meta = json.loads(model.metadata_text)
+    model = LoadedModel(path)
+    meta = model.metadata()
     cutoff = float(meta["cutoff"])
     dtype = torch.float64 if meta["dtype"] == "float64" else torch.float32
     positions, numbers, cell = check.random_cell(meta["species"], cutoff, atoms, seed=1, dtype=torch.float64)

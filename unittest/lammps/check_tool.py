@@ -1,9 +1,11 @@
 """nvalchemi-check (python/nvalchemi_lammps/check.py) gives the right verdict: models that run
 correctly in pair_style nvalchemi pass; a model that sums energies over ghost rows, a model
-built for halo mode deep checked as layerwise, a model that fails on a rank without atoms, a
-model that skips its exchange call on a rank without atoms (which save_model refuses to write),
-a model that updates owned rows only and reads the ghost rows unrefreshed and a model without
-metadata fail, each naming the failing check; a model with its own forces gets its checks skipped, not passed. With
+built for halo mode deep checked as layerwise or gp, a model that fails on a rank without atoms
+and a model that skips its exchange call on a rank without atoms (both of which save_model
+refuses to write), a model that updates owned rows only and reads the ghost rows unrefreshed
+and a model without metadata fail, each naming the failing check; a model with its own forces
+gets its checks skipped, not passed. A halo mode gp model passes; the format is told by the
+file's contents (a TorchScript file named .pt2, an AOTInductor package named .pt). With
 --export, the generic export command (nvalchemi-export) writes the SchNet reference model in
 both formats from its source, and both pass. The layerwise SchNet model updates owned rows only
 (unittest/export/owned_rows_only.py).
@@ -17,6 +19,7 @@ both formats from its source, and both pass. The layerwise SchNet model updates 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +28,7 @@ from typing import Dict
 import torch
 
 from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model
+from nvalchemi_lammps.model_file import LoadedModel
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "export"))
@@ -124,25 +128,50 @@ def main():
                    spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
         expect("reads ghost rows it updated on owned rows only, unrefreshed", [unrefreshed], 1,
                ["PASS  forces", "FAIL  split", "is NOT ready"])
+        def require_refusal(what, module, path, metadata_args, because):
+            """save_model refuses `module` (no file left, the reason in its message); the model is
+            then written without the export's check, for nvalchemi-check."""
+            try:
+                save_model(module, path, **metadata_args)
+                failures.append(f"save_model wrote a model that {what}")
+            except ValueError as exc:
+                refused = "not written" in str(exc) and because in str(exc) and not os.path.exists(path)
+                print(f"{'ok  ' if refused else 'FAIL'} save_model refuses a model that {what}")
+                if not refused:
+                    failures.append(f"save_model's refusal of a model that {what}: {exc}")
+            torch.jit.save(torch.jit.script(module), path,
+                           _extra_files={METADATA_FILE: json.dumps(make_metadata(**metadata_args))})
+
         no_atoms = os.path.join(workdir, "fails_without_atoms.pt")
-        save_model(FailsWithoutAtoms(), no_atoms, cutoff=2.0, species=[18], units="lj")
+        require_refusal("fails on a rank with no atoms", FailsWithoutAtoms(), no_atoms,
+                        dict(cutoff=2.0, species=[18], units="lj"), "failed")
         expect("fails on a rank with no atoms", [no_atoms], 1, ["FAIL  contract", "a rank with no atoms"])
         skips = os.path.join(workdir, "skips_exchange.pt")
         layerwise = dict(cutoff=2.0, species=[18], units="lj",
                          spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
-        try:
-            save_model(SkipsExchangeWithoutAtoms(), skips, **layerwise)
-            failures.append("save_model wrote a model that skips its exchange call without atoms")
-        except ValueError as exc:
-            refused = "not written" in str(exc) and "a rank with ghosts only 0" in str(exc) and not os.path.exists(skips)
-            print(f"{'ok  ' if refused else 'FAIL'} save_model refuses a model whose ranks' exchange calls differ")
-            if not refused:
-                failures.append(f"save_model's refusal: {exc}")
-        torch.jit.save(torch.jit.script(SkipsExchangeWithoutAtoms()), skips,
-                       _extra_files={METADATA_FILE: json.dumps(make_metadata(**layerwise))})
+        require_refusal("makes other exchange calls on a rank without atoms", SkipsExchangeWithoutAtoms(), skips,
+                        layerwise, "a rank with ghosts only 0")
         expect("skips its exchange call on a rank without atoms", [skips], 1,
                ["FAIL  in step", "a rank with atoms and ghosts made 2 exchange call(s)",
                 "a rank with ghosts only 0 [none]", "is NOT ready"])
+        # halo mode gp: the layerwise SchNet model under the gp preset passes; the deep one fails
+        # its split as it fails layerwise's
+        schnet_layerwise = next(m for m in args.ready if os.path.basename(m) == "schnet_layerwise.pt")
+        gp_model = os.path.join(workdir, "schnet_gp.pt")
+        meta = LoadedModel(schnet_layerwise).metadata()
+        meta["spec"] = {"preset": "SPEC_MPNN_GP", "num_message_passing_layers": 3}
+        torch.jit.save(torch.jit.load(schnet_layerwise), gp_model, _extra_files={METADATA_FILE: json.dumps(meta)})
+        expect("halo mode gp", [gp_model], 0, ["halo gp (checked as one rank", "PASS  in step", "PASS  split",
+                                               "is ready for pair_style nvalchemi"])
+        expect("deep model checked as gp", [args.deep_model, "--halo", "gp"], 1, ["FAIL  split", "is NOT ready"])
+        # the format is told by the contents, not the name
+        for model in args.ready:
+            name = os.path.basename(model)
+            if name in ("lj_ar.pt", "lj_ar.pt2"):
+                misnamed = os.path.join(workdir, "misnamed_" + (name[:-1] if name.endswith("2") else name + "2"))
+                shutil.copyfile(model, misnamed)
+                expect(f"{name} named {os.path.basename(misnamed)}", [misnamed], 0,
+                       ["(AOTInductor)" if name.endswith("2") else "(TorchScript)", "is ready"])
         no_metadata = os.path.join(workdir, "no_metadata.pt")
         torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
         expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])

@@ -22,8 +22,16 @@ from typing import Dict
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import METADATA_FILE, save_model
+from nvalchemi_lammps.export import METADATA_FILE, make_metadata
 from harness import run_lammps
+
+
+def save_unchecked(module: torch.nn.Module, path: str, **metadata_args) -> None:
+    """A scripted model with its metadata, without save_model's check on what it writes: these
+    models are wrong on purpose, for LAMMPS to refuse."""
+    torch.jit.save(torch.jit.script(module), path,
+                   _extra_files={METADATA_FILE: json.dumps(make_metadata(**metadata_args), sort_keys=True)})
+
 
 BASE = """units {units}
 atom_style atomic
@@ -214,38 +222,38 @@ def make_models(workdir, lj_model):
     for name, spec in (("no_exchange_layerwise", {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}),
                        ("no_exchange_local", {"preset": "SPEC_LJ_HALO", "num_message_passing_layers": 2})):
         models[name] = os.path.join(workdir, f"{name}.pt")
-        save_model(NoExchange(), models[name], cutoff=2.5, species=[18], units="lj", spec=spec)
+        save_unchecked(NoExchange(), models[name], cutoff=2.5, species=[18], units="lj", spec=spec)
     # specs in the toolkit's own layout (MLIPSpec.to_dict(), version 2)
     toolkit_local = {"version": 2, "core": {"policy": {"kind": "local"}, "custom_ops": [], "third_party_helpers": []},
                      "output_kinds": [["atomic_energies", "per_node"]], "all_reduce_outputs": [], "compile": None}
     models["toolkit_shard"] = os.path.join(workdir, "toolkit_shard.pt")
-    save_model(NoExchange(), models["toolkit_shard"], cutoff=2.5, species=[18], units="lj",
+    save_unchecked(NoExchange(), models["toolkit_shard"], cutoff=2.5, species=[18], units="lj",
                spec=dict(toolkit_local, core={"policy": {"kind": "shard"}}))
     models["toolkit_kindless"] = os.path.join(workdir, "toolkit_kindless.pt")
-    save_model(NoExchange(), models["toolkit_kindless"], cutoff=2.5, species=[18], units="lj",
+    save_unchecked(NoExchange(), models["toolkit_kindless"], cutoff=2.5, species=[18], units="lj",
                spec=dict(toolkit_local, all_reduce_outputs=["charges"]))
     for fault in ("atomic_energies", "forces", "virial", "atomic_virials", "charges", "dipole"):
         models[f"wrong_on_empty_rank_{fault}"] = os.path.join(workdir, f"wrong_on_empty_rank_{fault}.pt")
-        save_model(WrongOnEmptyRank(fault), models[f"wrong_on_empty_rank_{fault}"], cutoff=2.5, species=[18],
+        save_unchecked(WrongOnEmptyRank(fault), models[f"wrong_on_empty_rank_{fault}"], cutoff=2.5, species=[18],
                    units="lj", spec=ONE_RANK_SPEC)
     models["bad_spec"] = os.path.join(workdir, "bad_spec.pt")
-    save_model(WrongShape(), models["bad_spec"], cutoff=2.5, species=[18], units="lj",
+    save_unchecked(WrongShape(), models["bad_spec"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "halo_mode": "local"})
     models["unregistered_custom_op"] = os.path.join(workdir, "unregistered_custom_op.pt")
-    save_model(WrongShape(), models["unregistered_custom_op"], cutoff=2.5, species=[18], units="lj",
+    save_unchecked(WrongShape(), models["unregistered_custom_op"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "custom_ops": ["nvalchemi_kernels::not_a_kernel"]})
     models["writes_into_input"] = os.path.join(workdir, "writes_into_input.pt")
-    save_model(WritesIntoInput(), models["writes_into_input"], cutoff=2.5, species=[18], units="lj")
+    save_unchecked(WritesIntoInput(), models["writes_into_input"], cutoff=2.5, species=[18], units="lj")
     models["wrong_shape"] = os.path.join(workdir, "wrong_shape.pt")
-    save_model(WrongShape(), models["wrong_shape"], cutoff=2.5, species=[18], units="lj")
+    save_unchecked(WrongShape(), models["wrong_shape"], cutoff=2.5, species=[18], units="lj")
     for fault in ("raise", "raise_on_6th_call", "float32"):
         models[f"fails_in_one_quarter_{fault}"] = os.path.join(workdir, f"fails_in_one_quarter_{fault}.pt")
-        save_model(FailsInOneQuarter(fault), models[f"fails_in_one_quarter_{fault}"], cutoff=2.5, species=[18],
+        save_unchecked(FailsInOneQuarter(fault), models[f"fails_in_one_quarter_{fault}"], cutoff=2.5, species=[18],
                    units="lj", spec={"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 2})
     models["metadata_not_json"] = os.path.join(workdir, "metadata_not_json.pt")
     torch.jit.save(plain, models["metadata_not_json"], _extra_files={METADATA_FILE: '{"contract_version": 1, "cutoff": 2.5,'})
     models["energies_per_graph"] = os.path.join(workdir, "energies_per_graph.pt")
-    save_model(NoExchange(), models["energies_per_graph"], cutoff=2.5, species=[18], units="lj",
+    save_unchecked(NoExchange(), models["energies_per_graph"], cutoff=2.5, species=[18], units="lj",
                spec={"preset": "SPEC_LJ_HALO", "outputs": {"atomic_energies": {"kind": "per_graph",
                                                                                "reduce": "all_reduce"}}})
     models["not_torchscript"] = os.path.join(workdir, "not_torchscript.pt")

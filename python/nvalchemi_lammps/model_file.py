@@ -1,0 +1,77 @@
+"""A model file as pair_style nvalchemi reads it: its format told by its contents, as the C++
+core's load_model tells it (a .pt2 name does not make an AOTInductor package), its metadata,
+and the model as (atomic energies, d(owned energy)/d(edge_vectors)) of the contract's inputs.
+The one reader of model files for nvalchemi-check, the exporters and the tests."""
+
+import copy
+import json
+from typing import Dict, Tuple
+
+import torch
+
+from nvalchemi_lammps.contract import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, METADATA_FILE
+
+TORCHSCRIPT = "TorchScript"
+AOTINDUCTOR = "AOTInductor"
+
+
+def file_format(path: str) -> str:
+    """AOTINDUCTOR for a zip archive with entries under <name>/data/aotinductor/ (what an
+    AOTInductor package holds and a TorchScript archive does not), else TORCHSCRIPT."""
+    with open(path, "rb") as model:
+        data = model.read()
+    return AOTINDUCTOR if data[:2] == b"PK" and b"/data/aotinductor/" in data else TORCHSCRIPT
+
+
+def output_format(path: str) -> str:
+    """The format a writer makes for the name `path` the user gave: AOTInductor for .pt2."""
+    return AOTINDUCTOR if path.endswith(".pt2") else TORCHSCRIPT
+
+
+class LoadedModel:
+    """A model file as (atomic energies, d(owned energy)/d(edge_vectors)) of contract inputs."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.format = file_format(path)
+        if self.format == AOTINDUCTOR:
+            self.program = torch._inductor.aoti_load_package(path)
+            meta = self.program.get_metadata()
+            self.metadata_text = meta.get(METADATA_FILE, "")
+            self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, "atomic_energies")
+        else:
+            extra = {METADATA_FILE: ""}
+            self.module = torch.jit.load(path, _extra_files=extra)
+            self.metadata_text = extra[METADATA_FILE]
+            self.energy_key = "atomic_energies"
+
+    def metadata(self) -> Dict:
+        return json.loads(self.metadata_text)
+
+    def in_float64(self) -> "LoadedModel":
+        """A float64 copy of a TorchScript model (an AOTInductor program keeps its dtype)."""
+        if self.format == AOTINDUCTOR:
+            raise ValueError("an AOTInductor program computes in the dtype it was compiled for")
+        twin = copy.copy(self)
+        twin.module = copy.deepcopy(self.module).to(torch.float64)
+        return twin
+
+    def __call__(self, inputs: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.format == AOTINDUCTOR:
+            energies, gradient = self.program(*[inputs[name] for name in CONTRACT_INPUTS])
+            return energies, gradient
+        edge_vectors = inputs["edge_vectors"].detach().requires_grad_(True)
+        outputs = self.module(dict(inputs, edge_vectors=edge_vectors))
+        if self.energy_key not in outputs:
+            raise ValueError(f"the model returned no '{self.energy_key}' (it returned: {', '.join(outputs)})")
+        energies = outputs[self.energy_key]
+        total = energies[: int(inputs["n_owned"])].sum()
+        gradient = None
+        if total.requires_grad:  # as the pair style does: energies independent of the edges
+            (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
+        return energies.detach(), torch.zeros_like(edge_vectors) if gradient is None else gradient
+
+
+def read_metadata(path: str) -> Dict:
+    """The metadata stored in a saved model (TorchScript or AOTInductor)."""
+    return LoadedModel(path).metadata()

@@ -1,0 +1,1 @@
+../../src/USER-NVALCHEMI/nvalchemi_spec_tables.h

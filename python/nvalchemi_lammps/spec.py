@@ -1,0 +1,108 @@
+"""The spec's tables as the C++ core defines them, and the spec a model runs with.
+
+The halo modes (with what each asks of a rank's graph), the force strategies, the defaults of an
+unset field and the presets are defined once, in src/USER-NVALCHEMI/nvalchemi_spec_tables.h,
+which LAMMPS compiles in and this package ships (nvalchemi_spec_tables.h beside this file): this
+module reads its JSON, so that nvalchemi-check and the exporters cannot drift from what
+pair_style nvalchemi runs. `effective_spec` composes a model's spec as the pair style does
+(MLIPSpec::operator| and resolved(): doc/Howto_nvalchemi_spec.rst) and returns what the pair
+style prints as the "effective spec".
+"""
+
+import copy
+import json
+import os
+import re
+from typing import Dict, List, Optional
+
+_TABLES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvalchemi_spec_tables.h")
+
+
+def _read_tables() -> Dict:
+    with open(_TABLES_FILE) as header:
+        text = header.read()
+    found = re.search(r'SPEC_TABLES_JSON = R"json\((.*?)\)json"', text, re.DOTALL)
+    if found is None:
+        raise RuntimeError(f"{_TABLES_FILE} holds no R\"json( ... )json\" table")
+    return json.loads(found.group(1))
+
+
+TABLES = _read_tables()
+HALO_MODES: List[str] = [mode["name"] for mode in TABLES["halo_modes"]]
+PRESETS: Dict[str, Dict] = {preset["name"]: preset["spec"] for preset in TABLES["presets"]}
+# the package's force strategy names, and the toolkit's synonyms for them
+_FORCE_STRATEGY = {name: entry["name"] for entry in TABLES["force_strategies"]
+                   for name in (entry["name"], entry["toolkit_name"])}
+# the halo modes the framework exporters write (nvalchemi-mace-export, -nequip-export,
+# -sevenn-export): owned-row updates with ghost rows refreshed between layers, or every
+# layer's ghosts on the rank
+EXPORTER_HALO_MODES = ("layerwise", "deep")
+assert set(EXPORTER_HALO_MODES) <= set(HALO_MODES)
+
+
+def halo_rules(mode: str) -> Dict:
+    """What halo mode `mode` asks of a rank's graph: ghost_receivers (ghost atoms have edges of
+    their own), ghost_shell ("cutoff", or "layers": max(1, layers) cutoffs), model_rows ("rank",
+    or "system": every atom, other ranks' owned rows standing in for ghosts)."""
+    for rules in TABLES["halo_modes"]:
+        if rules["name"] == mode:
+            return rules
+    raise ValueError(f"unknown halo mode '{mode}' (valid: {', '.join(HALO_MODES)})")
+
+
+def _compose(left: Dict, right: Dict) -> Dict:
+    """MLIPSpec::operator|: fields set on the right win; outputs and compile merge key by key."""
+    merged = copy.deepcopy(left)
+    for key, value in right.items():
+        if key in ("outputs", "compile"):
+            merged.setdefault(key, {}).update(copy.deepcopy(value))
+        elif key not in ("preset", "version"):
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def effective_spec(spec: Optional[Dict], overrides: Optional[Dict] = None) -> Dict:
+    """The spec a model of spec `spec` (its metadata's: a preset plus overrides, or a full spec
+    of version 1) runs with, `overrides` (the pair style's keywords, as a spec) applied over it,
+    every unset field at its default: the pair style's "effective spec", in its JSON layout.
+    Raises ValueError for an unknown preset, and for the toolkit's layout (version 2), whose
+    translation only the pair style makes."""
+    composed = {}
+    for part in (spec or {"preset": "SPEC_LJ_HALO"}), (overrides or {}):
+        if part.get("version", 1) != 1:
+            raise ValueError(f"a spec of version {part['version']} (the toolkit's layout) is read by "
+                             "pair_style nvalchemi only: give the halo mode")
+        if "preset" in part:
+            if part["preset"] not in PRESETS:
+                raise ValueError(f"unknown spec preset '{part['preset']}' (valid: {', '.join(PRESETS)})")
+            composed = _compose(composed, PRESETS[part["preset"]])
+        composed = _compose(composed, part)
+    resolved = _compose(TABLES["defaults"], composed)
+    resolved["compile"]["force_strategy"] = _FORCE_STRATEGY[resolved["compile"]["force_strategy"]]
+    for output in resolved.get("outputs", {}).values():
+        if not output.get("autograd", True):
+            del output["autograd"]  # what the pair style prints only when set
+    if resolved["halo"] not in HALO_MODES:
+        raise ValueError(f"unknown halo mode '{resolved['halo']}' (valid: {', '.join(HALO_MODES)})")
+    return dict(version=1, **resolved)
+
+
+def forces_from_node_energies(effective: Dict) -> bool:
+    """Whether an effective spec's forces are the gradient of owned node energies."""
+    return effective["compile"]["force_strategy"] == "node_energy"
+
+
+def exporter_spec(halo: str, layers: int, exchange_feature_width: int = 0) -> Dict:
+    """The spec a framework exporter writes for a message-passing model of `layers` layers
+    (Allegro and other strictly local models: layers <= 1) in halo mode `halo` (one of
+    EXPORTER_HALO_MODES); `exchange_feature_width`: the widest row a layerwise model refreshes."""
+    if halo not in EXPORTER_HALO_MODES:
+        raise ValueError(f"halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
+    if layers <= 1:
+        return {"preset": "SPEC_LJ_HALO"}
+    spec: Dict = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers}
+    if halo == "deep":
+        spec["halo"] = "deep"
+    elif exchange_feature_width:
+        spec["exchange_feature_width"] = exchange_feature_width
+    return spec
