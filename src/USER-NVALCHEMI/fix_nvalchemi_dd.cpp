@@ -8,9 +8,10 @@
 ------------------------------------------------------------------------- */
 
 /* ----------------------------------------------------------------------
-   fix nvalchemi/dd: DomainParallel-style hooks (LOCAL, GLOBAL and
-   RANK_ZERO scopes), domain statistics and in-run validation against the
-   single-process reference (USER-NVALCHEMI package).
+   fix nvalchemi/dd: domain statistics, the force guard, the energy drift,
+   in-run validation against the single-process reference, snapshots, and
+   DomainParallel-style hooks (LOCAL, GLOBAL and RANK_ZERO scopes)
+   (USER-NVALCHEMI package; the features are in nvalchemi_dd_features).
 ------------------------------------------------------------------------- */
 
 #include "fix_nvalchemi_dd.h"

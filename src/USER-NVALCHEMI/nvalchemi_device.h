@@ -43,7 +43,7 @@ namespace NVAlchemi {
     bool built_with_cuda = false;    // this LibTorch has CUDA support (libtorch_cuda)
     int device_count = 0;            // GPUs visible to this process
   };
-  // LibTorch's answer (nvalchemi_model.cpp).
+  // LibTorch's answer (nvalchemi_torch.cpp).
   CudaRuntime cuda_runtime();
 
   // This rank's device: the requested one, or, with none requested (`requested` null), cuda

@@ -1,6 +1,7 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   USER-NVALCHEMI: machine-learning interatomic potentials under LAMMPS'
-   domain decomposition. See doc/Howto_nvalchemi_contract.rst.
+   USER-NVALCHEMI: a model file's metadata (contract version, cutoff, species,
+   units, dtype, spec), checked when it is read, and the element table.
+   See doc/Howto_nvalchemi_contract.rst. Plain C++17: no LAMMPS classes, no LibTorch.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_METADATA_H

@@ -41,7 +41,7 @@ extern "C" __attribute__((visibility("default"))) void lammpsplugin_init(void *l
   plugin.version = LAMMPS_VERSION;
   plugin.style = "pair";
   plugin.name = "nvalchemi";
-  plugin.info = "USER-NVALCHEMI pair style nvalchemi (TorchScript potentials)";
+  plugin.info = "USER-NVALCHEMI pair style nvalchemi (TorchScript and AOTInductor potentials)";
   plugin.author = "USER-NVALCHEMI developers";
   plugin.creator.v1 = (lammpsplugin_factory1 *) &nvalchemi_creator;
   plugin.handle = handle;

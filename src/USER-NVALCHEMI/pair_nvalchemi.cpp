@@ -8,8 +8,8 @@
 ------------------------------------------------------------------------- */
 
 /* ----------------------------------------------------------------------
-   pair_style nvalchemi: TorchScript interatomic potentials under LAMMPS'
-   domain decomposition (USER-NVALCHEMI package).
+   pair_style nvalchemi: machine-learned interatomic potentials (TorchScript
+   or AOTInductor) under LAMMPS' domain decomposition (USER-NVALCHEMI package).
 ------------------------------------------------------------------------- */
 
 #include "pair_nvalchemi.h"
