@@ -21,7 +21,8 @@ Runs in plain PyTorch (no LAMMPS, no MPI), for TorchScript (.pt) and AOTInductor
               into owned rows except in mode deep, and the exchange ops acting on ghost rows
               (nvalchemi_lammps.ops.owners): energy and forces equal the whole-cell evaluation.
               In halo mode gp a rank's model sees every atom, the other ranks' as rows
-              refreshed from their owners: checked as this split, the ghosts standing in
+              refreshed from their owners: checked on this split, the periodic images
+              standing in for those rows
 
 The halo modes, what each asks of a rank's graph, and the presets are the C++ core's
 (nvalchemi_lammps.spec reads them from the tables pair_style nvalchemi compiles in).
