@@ -23,8 +23,8 @@
 #include "neighbor.h"
 
 #include "nvalchemi_graph.h"
-#include "nvalchemi_outputs.h"
-#include "nvalchemi_row_exchange_kokkos.h"
+#include "nvalchemi_halo_row_exchange_kokkos.h"
+#include "nvalchemi_runner_outputs.h"
 
 #include <Kokkos_ScatterView.hpp>
 

@@ -28,8 +28,8 @@
 #include "update.h"
 
 #include "nvalchemi_dd_features.h"
+#include "nvalchemi_dd_hook.h"
 #include "nvalchemi_device.h"
-#include "nvalchemi_hook.h"
 
 #include <algorithm>
 #include <cmath>

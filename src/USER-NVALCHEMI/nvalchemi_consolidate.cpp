@@ -4,7 +4,7 @@
 
 #include "nvalchemi_consolidate.h"
 
-#include "nvalchemi_row_exchange.h"
+#include "nvalchemi_halo_row_exchange.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 #define LMP_NVALCHEMI_CONSOLIDATE_H
 
 #include "nvalchemi_graph.h"
-#include "nvalchemi_outputs.h"
+#include "nvalchemi_runner_outputs.h"
 #include "nvalchemi_spec.h"
 
 #include <functional>

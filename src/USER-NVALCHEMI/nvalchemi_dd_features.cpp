@@ -16,9 +16,9 @@
 #include "variable.h"
 
 #include "nvalchemi_consolidate.h"
+#include "nvalchemi_dd_reference.h"
 #include "nvalchemi_gather.h"
 #include "nvalchemi_lammps.h"
-#include "nvalchemi_reference.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
    USER-NVALCHEMI: the features fix nvalchemi/dd composes, each with its settings (an
    interval of 0 turns it off), its state and its LAMMPS half: the force guard, the energy
    drift, the validation against the single-process reference, the snapshots. Their plain-C++
-   halves are in nvalchemi_monitor and nvalchemi_reference; the hook is nvalchemi_hook.
+   halves are in nvalchemi_dd_monitor and nvalchemi_dd_reference; the hook is nvalchemi_dd_hook.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_DD_FEATURES_H
@@ -10,7 +10,7 @@
 
 #include "pointers.h"
 
-#include "nvalchemi_monitor.h"
+#include "nvalchemi_dd_monitor.h"
 
 #include <cstdio>
 #include <string>

@@ -14,7 +14,7 @@ namespace NVAlchemi {
 
   // What the package does differently on an accelerator is asked of its Device here, by what
   // the caller needs to know, so that another kind of accelerator is a Kind of this unit (with
-  // its LibTorch name and runtime query in nvalchemi_torch) and no caller tests for CUDA.
+  // its LibTorch name and runtime query in nvalchemi_runner_torch) and no caller tests for CUDA.
   struct Device {
     enum class Kind { CPU, CUDA };
     Kind kind = Kind::CPU;
@@ -43,7 +43,7 @@ namespace NVAlchemi {
     bool built_with_cuda = false;    // this LibTorch has CUDA support (libtorch_cuda)
     int device_count = 0;            // GPUs visible to this process
   };
-  // LibTorch's answer (nvalchemi_torch.cpp).
+  // LibTorch's answer (nvalchemi_runner_torch.cpp).
   CudaRuntime cuda_runtime();
 
   // This rank's device: the requested one, or, with none requested (`requested` null), cuda

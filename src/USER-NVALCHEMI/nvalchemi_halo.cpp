@@ -4,7 +4,7 @@
 
 #include "nvalchemi_halo.h"
 
-#include "nvalchemi_graph_partition.h"
+#include "nvalchemi_halo_graph_partition.h"
 
 #include <algorithm>
 #include <vector>
@@ -24,7 +24,7 @@ namespace NVAlchemi {
       { exchange = row_exchange(halo_rules(mode).ghost_receivers); }
     };
 
-    // gp: the model's rows are the whole system's atoms (nvalchemi_graph_partition)
+    // gp: the model's rows are the whole system's atoms (nvalchemi_halo_graph_partition)
     class PartitionHalo : public Halo {
      public:
       explicit PartitionHalo(MPI_Comm world) : Halo(HaloMode::GP)

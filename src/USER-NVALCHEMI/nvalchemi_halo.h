@@ -12,7 +12,7 @@
 #ifndef LMP_NVALCHEMI_HALO_H
 #define LMP_NVALCHEMI_HALO_H
 
-#include "nvalchemi_exchange.h"
+#include "nvalchemi_halo_exchange.h"
 #include "nvalchemi_spec.h"
 
 #include <functional>

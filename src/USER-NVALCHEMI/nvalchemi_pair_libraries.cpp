@@ -9,8 +9,8 @@
 #include "utils.h"
 
 #include "nvalchemi_lammps.h"
-#include "nvalchemi_library.h"
-#include "nvalchemi_model.h"
+#include "nvalchemi_runner.h"
+#include "nvalchemi_runner_library.h"
 
 #include <map>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 /* -*- c++ -*- ----------------------------------------------------------
    USER-NVALCHEMI: the operator libraries of pair_style nvalchemi (its library keyword), loaded
-   on every rank before the model (nvalchemi_library), and the check that every operator a
+   on every rank before the model (nvalchemi_runner_library), and the check that every operator a
    model names is registered.
 ------------------------------------------------------------------------- */
 

@@ -10,8 +10,8 @@
 #define LMP_NVALCHEMI_PAIR_MODEL_H
 
 #include "nvalchemi_device.h"
-#include "nvalchemi_metadata.h"
-#include "nvalchemi_model.h"
+#include "nvalchemi_model_metadata.h"
+#include "nvalchemi_runner.h"
 #include "nvalchemi_spec.h"
 
 #include <memory>

@@ -25,16 +25,16 @@
 #include "platform.h"
 #include "update.h"
 
-#include "nvalchemi_atom_comm.h"
 #include "nvalchemi_consolidate.h"
-#include "nvalchemi_exchange_checks.h"
+#include "nvalchemi_dd_reference.h"
 #include "nvalchemi_graph.h"
 #include "nvalchemi_halo.h"
+#include "nvalchemi_halo_atom_comm.h"
+#include "nvalchemi_halo_exchange_checks.h"
 #include "nvalchemi_lammps.h"
-#include "nvalchemi_metadata.h"
-#include "nvalchemi_model.h"
+#include "nvalchemi_model_metadata.h"
 #include "nvalchemi_pair_model.h"
-#include "nvalchemi_reference.h"
+#include "nvalchemi_runner.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>

@@ -7,38 +7,38 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/compute_nvalchemi_global.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fix_nvalchemi_dd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pair_nvalchemi.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_archive.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_atom_comm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_committee.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_consolidate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_features.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_hook.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_monitor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_device.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_exchange.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_exchange_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_gather.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_graph_partition.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_hook.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_atom_comm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_exchange.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_exchange_checks.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_graph_partition.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_row_exchange.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_library.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_metadata.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_monitor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model_archive.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_keywords.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_libraries.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_model.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_reference.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_row_exchange.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
 set(NVALCHEMI_TORCH_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_aoti.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_ops.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_torch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_torch_hook.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_torchscript.cpp)
-# What NVALCHEMI_SOURCES link besides LAMMPS and LibTorch: zlib (nvalchemi_archive.cpp checks the
-# CRC-32 of every entry of a model archive, deflated ones inflated).
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_torch_hook.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_ops.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_aoti.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_torch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_torchscript.cpp)
+# What NVALCHEMI_SOURCES link besides LAMMPS and LibTorch: zlib (nvalchemi_model_archive.cpp
+# checks the CRC-32 of every entry of a model archive, deflated ones inflated).
 find_package(ZLIB REQUIRED)
 set(NVALCHEMI_LIBRARIES ZLIB::ZLIB)

@@ -3,7 +3,7 @@
 // this test binary; it counts only while a test asks it to.
 
 #include "nvalchemi_graph.h"
-#include "nvalchemi_row_exchange.h"
+#include "nvalchemi_halo_row_exchange.h"
 
 #include "gtest/gtest.h"
 

@@ -4,7 +4,7 @@
 // LAMMPS' communication.
 
 #include "nvalchemi_consolidate.h"
-#include "nvalchemi_row_exchange.h"
+#include "nvalchemi_halo_row_exchange.h"
 
 #include "gtest/gtest.h"
 

@@ -2,7 +2,7 @@
 // on the CPU (views of the package's buffers, outputs back without a copy).
 
 #include "nvalchemi_device.h"
-#include "nvalchemi_torch.h"
+#include "nvalchemi_runner_torch.h"
 
 #include "gtest/gtest.h"
 

@@ -1,7 +1,7 @@
 // Unit tests: the LAMMPS-free parts of fix nvalchemi/dd's features: the drift fit, the force
 // guard and the extended-XYZ frames of snapshots.
 
-#include "nvalchemi_monitor.h"
+#include "nvalchemi_dd_monitor.h"
 
 #include "gtest/gtest.h"
 

@@ -1,6 +1,6 @@
 // Unit tests: model metadata parsing and the element table.
 
-#include "nvalchemi_metadata.h"
+#include "nvalchemi_model_metadata.h"
 
 #include "gtest/gtest.h"
 

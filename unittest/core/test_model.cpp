@@ -1,10 +1,10 @@
 // Unit tests: the TorchScript and AOTInductor runners on the Lennard-Jones reference model,
 // against the analytic energy and edge gradients and against each other.
 
-#include "nvalchemi_archive.h"
-#include "nvalchemi_metadata.h"
-#include "nvalchemi_model.h"
-#include "nvalchemi_reference.h"
+#include "nvalchemi_dd_reference.h"
+#include "nvalchemi_model_archive.h"
+#include "nvalchemi_model_metadata.h"
+#include "nvalchemi_runner.h"
 
 #include <torch/script.h>
 

@@ -3,8 +3,8 @@
 // to their owners (halo modes local and layerwise) and owned rows that are complete (deep).
 // Every op is linear, so its backward must be its adjoint: <f(x), v> = <x, f^T v>.
 
-#include "nvalchemi_exchange.h"
-#include "nvalchemi_ops.h"
+#include "nvalchemi_halo_exchange.h"
+#include "nvalchemi_halo_ops.h"
 
 #include "gtest/gtest.h"
 

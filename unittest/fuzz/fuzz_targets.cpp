@@ -4,9 +4,9 @@
 
 #include "fuzz_targets.h"
 
-#include "nvalchemi_archive.h"
 #include "nvalchemi_device.h"
-#include "nvalchemi_metadata.h"
+#include "nvalchemi_model_archive.h"
+#include "nvalchemi_model_metadata.h"
 #include "nvalchemi_spec.h"
 
 #include <exception>

@@ -1,0 +1,46 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: a model file's metadata (contract version, cutoff, species,
+   units, dtype, spec), checked when it is read, and the element table.
+   See doc/Howto_nvalchemi_contract.rst. Plain C++17: no LAMMPS classes, no LibTorch.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_MODEL_METADATA_H
+#define LMP_NVALCHEMI_MODEL_METADATA_H
+
+#include "nvalchemi_spec.h"
+
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // Version of the model contract (doc/Howto_nvalchemi_contract.rst) this build implements.
+  static constexpr int CONTRACT_VERSION = 1;
+
+  // Name of the extra file inside a TorchScript archive that holds the model's metadata.
+  static constexpr const char *METADATA_FILE = "nvalchemi_metadata.json";
+
+  struct ModelMetadata {
+    int contract_version = 0;
+    double cutoff = 0.0;         // interaction cutoff, in the model's length unit
+    std::vector<int> species;    // atomic numbers the model knows
+    std::string units;           // LAMMPS unit style the model works in ("metal", ...)
+    std::string dtype;           // "float64" or "float32"
+    MLIPSpec spec;               // the model's default spec (a preset plus overrides)
+  };
+
+  // Parses and checks the metadata JSON text; throws std::invalid_argument naming the offending
+  // key on any missing, mistyped, unknown or out-of-range entry.
+  ModelMetadata parse_metadata(const std::string &text);
+
+  // Atomic number of a chemical symbol ("Ar" -> 18); 0 if the symbol is not an element.
+  int atomic_number(const std::string &symbol);
+
+  // Chemical symbol of an atomic number (18 -> "Ar"); "?" outside 1..118.
+  std::string element_symbol(int z);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

@@ -1,0 +1,88 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: a model behind a LibTorch-free interface, whatever its format: the runner
+   interface and the choice of runner by the file's contents. The runners (TorchScript:
+   nvalchemi_runner_torchscript.cpp, AOTInductor: nvalchemi_runner_aoti.cpp) and what they share
+   (nvalchemi_runner_torch.h) are the translation units with LibTorch headers.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_RUNNER_H
+#define LMP_NVALCHEMI_RUNNER_H
+
+#include "nvalchemi_device.h"
+#include "nvalchemi_graph.h"
+#include "nvalchemi_halo_exchange.h"
+#include "nvalchemi_runner_outputs.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // A model file loaded for evaluation, one per pair style instance.
+  class ModelRunner {
+   public:
+    ModelRunner() = default;
+    virtual ~ModelRunner() = default;
+    ModelRunner(const ModelRunner &) = delete;
+    ModelRunner &operator=(const ModelRunner &) = delete;
+
+    // "TorchScript" or "AOTInductor"
+    virtual const char *format() const = 0;
+
+    // Text of the model's metadata (METADATA_FILE); empty if the model has none.
+    virtual const std::string &metadata_text() const = 0;
+
+    // The operators the model calls beyond ATen's and the package's exchange ops ("ns::name",
+    // sorted), which operator libraries registered; empty where the format does not say.
+    virtual std::vector<std::string> custom_operators() const = 0;
+
+    // Precision the model computes in; inputs are converted to it, outputs back to double.
+    virtual void set_float64(bool float64) = 0;
+
+    // Whether TorchScript's graph executor optimizes the model's graph while it runs (profiles
+    // the first calls, then specializes to the shapes seen); off unless asked for (pair_style
+    // keyword jit_optimize). No effect on a format without a graph executor.
+    virtual void set_graph_optimization(bool on) = 0;
+
+    // Throws std::invalid_argument, naming what to change, when this format cannot give the
+    // energy share the spec asks for.
+    virtual void check_share(const EnergyShare &share) const = 0;
+
+    // One model call on `graph`: all outputs, and the gradient of this rank's energy share
+    // with respect to the edge vectors. `exchanger` serves the model's torch.ops.nvalchemi
+    // calls (nullptr: the model may not call them). Throws std::runtime_error on failure.
+    virtual void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                          Exchanger *exchanger, ModelOutputs &outputs) = 0;
+
+    // Number of threads LibTorch uses in this process for intra-op parallelism.
+    static void set_num_threads(int nthreads);
+  };
+
+  // Whether LibTorch's dispatcher knows the operator "namespace::name[.overload]".
+  bool operator_registered(const std::string &qualified_name);
+
+  // Whether the bytes of a model file are an AOTInductor package (else TorchScript).
+  bool is_aoti_package(const std::string &file_bytes);
+
+  // The runner for the bytes of a model file (a TorchScript archive, .pt, or an AOTInductor
+  // package, .pt2), the format recognised from the contents, loaded onto `device` (chosen:
+  // choose_device). Throws std::runtime_error ("as a TorchScript model: " and the loader's
+  // message) if the bytes cannot be loaded in that format or for that device, naming the
+  // operator when the model calls one that no loaded library registers.
+  std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device = {});
+
+  // The runners load_model chooses between, one unit each (with LibTorch headers): the
+  // TorchScript runner (nvalchemi_runner_torchscript.cpp), its module loaded onto `device`.
+  std::unique_ptr<ModelRunner> load_torchscript_model(const std::string &archive_bytes,
+                                                      const Device &device);
+
+  // The AOTInductor runner (nvalchemi_runner_aoti.cpp), its program loaded for `device`.
+  std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes,
+                                               const Device &device);
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

@@ -1,0 +1,127 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: what the model runners and the hook share (LibTorch; included only by the
+   translation units with LibTorch headers): where tensors live (Placement: device and dtype,
+   decided in one place), the contract's input tensors, outputs brought back to the host,
+   errors.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_RUNNER_TORCH_H
+#define LMP_NVALCHEMI_RUNNER_TORCH_H
+
+#include "nvalchemi_device.h"
+#include "nvalchemi_graph.h"
+#include "nvalchemi_halo_exchange.h"
+#include "nvalchemi_runner_outputs.h"
+
+#include <torch/script.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  // LibTorch's name for a device of the package.
+  torch::Device torch_device(const Device &device);
+
+  // Where the tensors the package hands a model (or a hook) live and in what precision: every
+  // such tensor is made here, and every output comes back to the host through here. On the CPU
+  // an input is a view of the package's buffer when its dtype is the model's (no copy). On a GPU
+  // it is copied to the device through a pinned host buffer kept from step to step (one per
+  // input slot), and the outputs of a call come back in one device-to-host copy.
+  class Placement {
+   public:
+    explicit Placement(const Device &device = {});
+    const torch::Device &device() const { return where; }
+    torch::Dtype real = torch::kFloat64;    // the dtype real-valued inputs are given in
+
+    // `shape` values of `type` at `data` (real-valued ones converted to `real`). `slot` names
+    // the pinned buffer that stages it on a GPU: one per input made in the same call.
+    torch::Tensor input(int slot, const void *data, c10::IntArrayRef shape, torch::Dtype type,
+                        bool real_valued);
+    // The same for values that live on `on` (a resident graph's arrays): a view of them where
+    // they are on the model's device in the dtype it takes (no copy), else one copy there.
+    torch::Tensor resident_input(const void *data, c10::IntArrayRef shape, torch::Dtype type,
+                                 bool real_valued, const Device &on) const;
+    // A small tensor made on the host (a cell, a flag) where the model's tensors live.
+    torch::Tensor small(const torch::Tensor &host) const;
+    // `tensors` (all defined) on the host as contiguous double precision: on the CPU without a
+    // copy where they are such already; from a GPU in one copy for all of them.
+    std::vector<torch::Tensor> to_host(const std::vector<torch::Tensor> &tensors) const;
+    // Throws std::runtime_error when the model's output `name` is a floating-point tensor of
+    // another dtype than `real` (the metadata's) or lives on another device than the inputs.
+    void check_output(const std::string &name, const torch::Tensor &output) const;
+
+   private:
+    torch::Device where;
+    std::vector<torch::Tensor> staging;    // pinned host bytes, by slot (GPU only)
+  };
+
+  // The contract's seven inputs (doc/Howto_nvalchemi_contract.rst), in its positional order.
+  struct ContractInputs {
+    static constexpr int COUNT = 7;
+    static const char *const NAMES[COUNT];
+    torch::Tensor tensors[COUNT];    // positions ... n_owned
+    int64_t versions[COUNT];         // their version counters when made (in-place writes bump)
+    torch::Tensor &edge_vectors() { return tensors[3]; }
+  };
+
+  // The graph's arrays (padding included) as tensors placed by `placement`; edge_vectors
+  // requires grad when `differentiate`. On the CPU in double precision they are views of the
+  // graph's buffers, not copies: check_inputs_unchanged() then stops a model that wrote into one.
+  // A resident graph's arrays (Graph::resident) are read where they live: views of them on
+  // their device when it is the model's.
+  ContractInputs contract_inputs(const Graph &graph, const Cell &cell, Placement &placement,
+                                 bool differentiate);
+  // Throws std::runtime_error naming an input the model changed in place.
+  void check_inputs_unchanged(const ContractInputs &in);
+
+  // The cell's periodic flags [1, 3] (bool) and lattice [1, 3, 3] (rows a, b, c, a copy in
+  // `real`), on the host.
+  torch::Tensor pbc_tensor(const Cell &cell);
+  torch::Tensor cell_tensor(const Cell &cell, torch::Dtype real);
+
+  // A per-row tensor ([tensor rows, ...]) without its padding rows; other tensors unchanged.
+  torch::Tensor real_rows(const torch::Tensor &tensor, const Graph &graph);
+
+  // Values of a contiguous double tensor shared with LibTorch, without a copy, in the tensor's
+  // memory (the host's, or a GPU's for resident values).
+  SharedValues shared_values(const torch::Tensor &values);
+
+  // The real edges' gradient `gradient` (undefined: none) of a call on `graph`: for a resident
+  // graph it stays on the graph's device, in double precision (outputs.resident_edge_gradients;
+  // no copy where the model computed it there in double), and this returns true; else it returns
+  // false and the runner brings it to the host with the other outputs.
+  bool keep_resident_gradients(const Graph &graph, const torch::Tensor &gradient,
+                               ModelOutputs &outputs);
+
+  // Seconds since `start`, for ModelOutputs::marshal_seconds.
+  using Clock = std::chrono::steady_clock;
+  inline double seconds_since(Clock::time_point start)
+  { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+  // A host tensor (contiguous double) into `out`: its shape and values.
+  void copy_output(const torch::Tensor &host, OutputTensor &out);
+
+  // The exchanger the ops see, for the duration of one forward and backward pass.
+  struct ExchangeScope {
+    explicit ExchangeScope(Exchanger *exchanger);
+    ~ExchangeScope();
+  };
+
+  // LibTorch's errors as std::runtime_error with their message (no backtrace).
+  template <typename F> void rethrow_torch_errors(F &&body)
+  {
+    try {
+      body();
+    } catch (const c10::Error &e) {
+      throw std::runtime_error(e.what_without_backtrace());
+    }
+  }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

@@ -1,0 +1,181 @@
+/* ----------------------------------------------------------------------
+   USER-NVALCHEMI: the TorchScript model runner (.pt), beside the AOTInductor one
+   (nvalchemi_runner_aoti.cpp). Implements the model contract of doc/Howto_nvalchemi_contract.rst.
+------------------------------------------------------------------------- */
+
+#include "nvalchemi_runner.h"
+#include "nvalchemi_runner_torch.h"
+
+#include "nvalchemi_model_metadata.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  namespace {
+    // LibTorch's "Unknown builtin op: ns::name." as an error a LAMMPS user can act on
+    // (TorchScript's compiler reports it as a torch::jit::ErrorReport, not a c10::Error)
+    void name_a_missing_operator(const std::string &text)
+    {
+      const std::string marker = "Unknown builtin op: ";
+      const size_t at = text.find(marker);
+      if (at == std::string::npos) return;
+      std::string op = text.substr(at + marker.size());
+      op = op.substr(0, op.find_first_of(".\n "));
+      throw std::runtime_error("the model calls the operator " + op +
+                               ", which no loaded library registers: load the library that "
+                               "provides it before the model, with the pair_style keyword "
+                               "'library <file>.so'");
+    }
+
+    // namespaces of ATen, TorchScript's own nodes and the package's exchange ops
+    bool is_builtin_namespace(const std::string &ns)
+    {
+      static const std::set<std::string> builtin = {
+          "aten",    "prim",       "attr", "onnx",  "scope",    "user",      "_caffe2",
+          "dimname", "namespaces", "cuda", "prims", "profiler", "quantized", "nvalchemi"};
+      return builtin.count(ns) == 1;
+    }
+
+    void collect_operators(torch::jit::Block *block, std::set<std::string> &ops)
+    {
+      for (torch::jit::Node *node : block->nodes()) {
+        const c10::Symbol kind = node->kind();
+        if (!is_builtin_namespace(kind.ns().toUnqualString())) ops.insert(kind.toQualString());
+        for (torch::jit::Block *inner : node->blocks()) collect_operators(inner, ops);
+      }
+    }
+
+    // A TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor]; the package
+    // differentiates the energy share with LibTorch's autograd.
+    class TorchScriptRunner : public ModelRunner {
+     public:
+      TorchScriptRunner(const std::string &archive, const Device &device) : placement(device)
+      {
+        rethrow_torch_errors([&] {
+          std::istringstream stream(archive);
+          torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
+          try {
+            module = torch::jit::load(stream, placement.device(), extra);
+          } catch (const std::exception &e) {
+            name_a_missing_operator(e.what());
+            throw;
+          }
+          module.eval();
+          metadata = extra[METADATA_FILE];
+        });
+      }
+
+      const char *format() const override { return "TorchScript"; }
+      const std::string &metadata_text() const override { return metadata; }
+      std::vector<std::string> custom_operators() const override
+      {
+        // every method with the calls it makes inlined, so that functions and submodules count
+        std::set<std::string> ops;
+        for (const auto &method : module.get_methods()) {
+          auto graph = method.graph()->copy();
+          torch::jit::Inline(*graph);
+          collect_operators(graph->block(), ops);
+        }
+        return {ops.begin(), ops.end()};
+      }
+      void set_float64(bool float64) override
+      { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
+      void set_graph_optimization(bool on) override { graph_optimization = on; }
+      void check_share(const EnergyShare &) const override {}
+
+      void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                    Exchanger *exchanger, ModelOutputs &outputs) override
+      {
+        ExchangeScope scope(exchanger);
+        rethrow_torch_errors([&] {
+          auto start = Clock::now();
+          ContractInputs in = contract_inputs(graph, cell, placement, share.differentiate);
+          c10::Dict<std::string, torch::Tensor> inputs;
+          for (int k = 0; k < ContractInputs::COUNT; ++k)
+            inputs.insert(ContractInputs::NAMES[k], in.tensors[k]);
+          outputs.marshal_seconds = seconds_since(start);
+
+          start = Clock::now();
+          // the graph's shapes change from step to step (rows, edges), which the optimizing
+          // executor answers by profiling and specializing again; off, the model runs op by
+          // op as written (the setting is LibTorch's; restored after this call)
+          torch::jit::GraphOptimizerEnabledGuard optimizer(graph_optimization);
+          const c10::IValue result = module.forward({inputs});
+          outputs.forward_seconds = seconds_since(start);
+          if (!result.isGenericDict())
+            throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
+          const auto dict = result.toGenericDict();
+          for (const auto &item : dict)
+            placement.check_output(item.key().toStringRef(), item.value().toTensor());
+
+          if (!dict.contains(share.key))
+            throw std::runtime_error("the model's output has no '" + share.key +
+                                     "' entry, the energy its spec names");
+          auto energy = real_rows(dict.at(share.key).toTensor(), graph);
+          if (share.owned_rows) {
+            if (energy.dim() == 0 || energy.size(0) != graph.num_rows())
+              throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
+                                       std::to_string(graph.tensor_rows()) + ")");
+            energy = energy.narrow(0, 0, graph.n_owned);
+          }
+          const auto total = energy.sum() * share.weight;
+
+          torch::Tensor gradient;
+          start = Clock::now();
+          if (share.differentiate && total.requires_grad())
+            gradient = torch::autograd::grad({total}, {in.edge_vectors()}, {},
+                                             /*retain_graph=*/false, /*create_graph=*/false,
+                                             /*allow_unused=*/true)[0];
+          outputs.backward_seconds = seconds_since(start);
+          check_inputs_unchanged(in);
+
+          // back to the host together: the energy share, the real edges' gradient (unless it
+          // stays on the device), the outputs
+          start = Clock::now();
+          std::vector<torch::Tensor> results{total};
+          const auto real_edges = gradient.defined() ? gradient.narrow(0, 0, graph.num_edges())
+                                                     : gradient;
+          const bool host_gradient =
+              !keep_resident_gradients(graph, real_edges, outputs) &&
+              gradient.defined();
+          if (host_gradient) results.push_back(real_edges);
+          for (const auto &item : dict)
+            results.push_back(real_rows(item.value().toTensor(), graph));
+          const auto host = placement.to_host(results);
+          outputs.energy_share = host[0].item<double>();
+          outputs.edge_gradients = host_gradient ? shared_values(host[1]) : SharedValues{};
+          // the same outputs as last step (the usual case) are overwritten in place
+          bool same_keys = outputs.tensors.size() == dict.size();
+          for (const auto &item : dict)
+            same_keys = same_keys && outputs.tensors.count(item.key().toStringRef()) == 1;
+          if (!same_keys) outputs.tensors.clear();
+          size_t k = host_gradient ? 2 : 1;
+          for (const auto &item : dict)
+            copy_output(host[k++], outputs.tensors[item.key().toStringRef()]);
+          outputs.marshal_seconds += seconds_since(start);
+        });
+      }
+
+     private:
+      torch::jit::Module module;
+      std::string metadata;
+      Placement placement;
+      bool graph_optimization = false;
+    };
+  }    // namespace
+
+  std::unique_ptr<ModelRunner> load_torchscript_model(const std::string &archive_bytes,
+                                                      const Device &device)
+  { return std::make_unique<TorchScriptRunner>(archive_bytes, device); }
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
