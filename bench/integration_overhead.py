@@ -7,12 +7,13 @@ layerwise, on 1 and 2 ranks, over system size.
     build/venv-mace/bin/python bench/integration_overhead.py --framework mace --lmp build/lammps/lmp
     build/venv-nequip/bin/python bench/integration_overhead.py --framework nequip --lmp build/lammps/lmp
     build/venv-sevenn/bin/python bench/integration_overhead.py --framework sevenn --lmp build/lammps/lmp
-        [--baseline GIT_REV] [--sites 6 10 17] [--ranks 1 2] [--steps 3] [--jit-optimize]
+        [--baseline GIT_REV] [--sites 6 10 17] [--ranks 1 2] [--steps 3] [--jit-optimize] [--compiled]
 
 --baseline also exports the same model with the python/ package of an earlier commit (before
 layers updated owned rows only) and times it in the same run: before and after; --jit-optimize
 also runs each export with TorchScript's graph executor optimizing (pair_style keyword
-jit_optimize yes) against the default (no), in the same run. Run in the framework's venv
+jit_optimize yes) against the default (no), in the same run; --compiled also exports the model
+as an AOTInductor package (.pt2, compiled for this CPU) and times it in the same run. Run in the framework's venv
 (tools/install-export-venvs.sh). Prints one JSON object per (export, atoms, ranks): ms per step
 (LAMMPS "Loop time", LibTorch on one thread per rank), peak resident memory (largest rank,
 /usr/bin/time), the bare model's ms on one thread, the overhead (step x ranks / bare: CPU time
@@ -209,6 +210,7 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--jit-optimize", action="store_true",
                         help="also time each export with the pair_style keyword jit_optimize yes")
+    parser.add_argument("--compiled", action="store_true", help="also time an AOTInductor package (.pt2)")
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
     workdir = tempfile.mkdtemp(prefix="integration_overhead.")
@@ -220,6 +222,9 @@ def main():
         torch.save(mace_model() if args.framework == "mace" else nequip_model(), source)
     exports = {"owned rows": os.path.join(workdir, "owned_rows.pt")}
     export(args.framework, source, exports["owned rows"])
+    if args.compiled:
+        exports["compiled (.pt2)"] = os.path.join(workdir, "compiled.pt2")
+        export(args.framework, source, exports["compiled (.pt2)"])
     if args.baseline:
         tree = os.path.join(workdir, "baseline")
         os.makedirs(tree)

@@ -15,6 +15,7 @@ this module is its Python side, for both formats pair_style nvalchemi loads:
 """
 
 import argparse
+import contextlib
 import copy
 import importlib.util
 import json
@@ -160,6 +161,24 @@ def with_called_operators(spec: Optional[Dict], program) -> Optional[Dict]:
     if called and "core" not in spec:
         spec["custom_ops"] = sorted(set(spec.get("custom_ops", [])) | set(called))
     return spec
+
+
+@contextlib.contextmanager
+def python_functions(*modules):
+    """Within the block, the TorchScript functions (`torch.jit.script` of a Python function)
+    that `modules` define are the Python functions they were made from. make_fx runs a
+    TorchScript function with the sizes of its example inputs, which would fix the program's
+    atom and edge counts; its Python function traces with symbolic sizes. torch.jit.script keeps
+    that function for torch.compile (`_torchdynamo_inline`)."""
+    swapped = [(module, name, value) for module in modules for name, value in vars(module).items()
+               if isinstance(value, torch.jit.ScriptFunction) and hasattr(value, "_torchdynamo_inline")]
+    for module, name, value in swapped:
+        setattr(module, name, value._torchdynamo_inline)
+    try:
+        yield
+    finally:
+        for module, name, value in swapped:
+            setattr(module, name, value)
 
 
 def save_aoti_model(

@@ -1,12 +1,13 @@
 """Export a trained MACE model (mace-torch) to a model that pair_style nvalchemi runs.
 
-    nvalchemi-mace-export in.model -o out.pt [--dtype float64|float32] [--head NAME]
-                          [--halo layerwise|deep]
+    nvalchemi-mace-export in.model -o out.pt|out.pt2 [--dtype float64|float32] [--head NAME]
+                          [--halo layerwise|deep] [--device cpu|cuda]
 
-The exported file is TorchScript with the package's metadata (doc/Howto_nvalchemi_contract.rst):
-cutoff = the model's r_max, species = its atomic numbers, units metal, and a SPEC_MPNN_HALO spec
-with the number of interactions as layers. It returns MACE's node energies (E0 included) as
-`atomic_energies`; pair_style nvalchemi takes forces and virial from their gradient.
+The exported file is TorchScript (.pt) or an AOTInductor package (.pt2) with the package's
+metadata (doc/Howto_nvalchemi_contract.rst): cutoff = the model's r_max, species = its atomic
+numbers, units metal, and a SPEC_MPNN_HALO spec with the number of interactions as layers. It
+returns MACE's node energies (E0 included) as `atomic_energies`; pair_style nvalchemi takes
+forces and virial from their gradient (inside the compiled program for a .pt2).
 
 How MACE is fitted to the contract:
   * geometry only from edge_vectors: MACE builds each vector as positions[receiver] -
@@ -24,6 +25,13 @@ How MACE is fitted to the contract:
     rows), so a rank that owns no atoms and has no ghosts makes the same exchange calls, with
     empty rows, as every other rank (pair_style nvalchemi stops a run whose ranks' calls differ).
 
+A package is compiled from the model rebuilt the way MACE prepares one for torch.compile (e3nn's
+generated code as Python, not TorchScript) and with e3nn's TorchScript spherical harmonics run as
+Python while it is traced, so that atom and edge counts stay sizes the program reads on every
+call; the exchange ops are calls inside it. In halo mode layerwise a package updates every row
+(owned_rows.owned_count: the owned count read as a data-dependent size does not compile), with
+the same numbers as the TorchScript export, which updates owned rows only.
+
 mace-torch is needed only here, never by a LAMMPS run. Import order matters with torch >= 2.6:
 mace before e3nn.
 """
@@ -35,9 +43,11 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import frozen_copy, override_method, require_release, save_scripted_model, species_index
+from nvalchemi_lammps.export import (frozen_copy, override_method, python_functions, require_release,
+                                     save_aoti_model, save_scripted_model, species_index)
+from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
-from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
+from nvalchemi_lammps.owned_rows import at_least_one, owned_count, per_row, with_ghost_rows
 
 # mace-torch releases whose InteractionBlock.handle_lammps has the signature and meaning the
 # layerwise override relies on (checked at export time as well)
@@ -121,7 +131,7 @@ class MaceContractModel(torch.nn.Module):
         # least one, as MACE cannot run on zero rows: a rank without atoms updates a ghost's row
         # or the padding row, which the refresh overwrites (refresh_neighbors ignores ghost rows)
         owned = owned_count(inputs["n_owned"], n) if self.owned_rows else rows
-        updated = max(owned, 1)
+        updated = at_least_one(owned)
         data: Dict[str, torch.Tensor] = {
             "positions": torch.zeros((rows, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             "node_attrs": node_attrs,
@@ -130,10 +140,11 @@ class MaceContractModel(torch.nn.Module):
             "unit_shifts": torch.zeros((num_edges, 3), dtype=edge_vectors.dtype, device=edge_vectors.device),
             "cell": inputs["cell"],
             "batch": torch.zeros(updated, dtype=torch.int64, device=edge_vectors.device),
-            "ptr": torch.tensor([0, rows], dtype=torch.int64, device=edge_vectors.device),
+            "ptr": torch.arange(2, device=edge_vectors.device) * rows,
             "head": self.head,
             "vectors": edge_vectors,
-            "natoms": torch.tensor([updated, rows - updated], dtype=torch.int64, device=edge_vectors.device),
+            "natoms": torch.stack([torch.full((), updated, dtype=torch.int64, device=edge_vectors.device),
+                                   torch.full((), rows - updated, dtype=torch.int64, device=edge_vectors.device)]),
         }
         out = self.model(data, training=False, compute_force=False, compute_virials=False,
                          compute_stress=False, compute_displacement=False)
@@ -152,13 +163,10 @@ def load_mace(path: str) -> torch.nn.Module:
 
 
 def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.float64,
-           head: Optional[str] = None, halo: str = "layerwise") -> Dict:
-    """Write `model` (a MACE torch.nn.Module, left as it is) to `output`; returns the metadata
+           head: Optional[str] = None, halo: str = "layerwise", device: str = "cpu") -> Dict:
+    """Write `model` (a MACE torch.nn.Module, left as it is) to `output`: TorchScript (.pt) or an
+    AOTInductor package (.pt2) compiled for `device` ("cpu" or "cuda"); returns the metadata
     written."""
-    if not output.endswith(".pt"):
-        raise SystemExit(f"mace_export: cannot write {output}: this exporter writes MACE models as "
-                         "TorchScript only (AOTInductor .pt2 is not supported for MACE); name the output "
-                         "file .pt")
     interaction_base, jit, o3 = _import_mace()
     heads = list(getattr(model, "heads", None) or ["Default"])
     if head is None:
@@ -167,32 +175,59 @@ def export(model: torch.nn.Module, output: str, *, dtype: torch.dtype = torch.fl
         raise SystemExit(f"mace_export: the model has no head '{head}' (its heads: {', '.join(heads)})")
     if halo not in EXPORTER_HALO_MODES:
         raise SystemExit(f"mace_export: halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
-    model = frozen_copy(model, dtype)
+    compiled = output_format(output) == AOTINDUCTOR
+    model = _traceable_copy(model, dtype) if compiled else frozen_copy(model, dtype)
     layers = int(model.num_interactions)
     if halo == "layerwise" and _update_owned_rows(model, interaction_base) != layers:
         raise SystemExit("mace_export: the model's interaction blocks are not the ones its "
                          "num_interactions counts; export with --halo deep")
-    # e3nn's modules must be compiled its way before the wrapper is scripted
-    scripted = torch.jit.script(jit.compile(MaceContractModel(model, heads.index(head), halo == "layerwise")))
+    wrapper = MaceContractModel(model, heads.index(head), halo == "layerwise")
     # the widest row refresh_neighbors moves: the features a convolution reads
     spec = exporter_spec(halo, layers, max(o3.Irreps(block.edge_irreps).dim for block in model.interactions))
-    return save_scripted_model(scripted, output, cutoff=float(model.r_max),
-                               species=[int(z) for z in model.atomic_numbers], units="metal",
-                               dtype=dtype, spec=spec)
+    metadata_args = dict(cutoff=float(model.r_max), species=[int(z) for z in model.atomic_numbers],
+                         units="metal", dtype=dtype, spec=spec)
+    if compiled:
+        from e3nn.o3 import _spherical_harmonics
+        with python_functions(_spherical_harmonics):
+            return save_aoti_model(wrapper, output, device=device, **metadata_args)
+    # e3nn's modules must be compiled its way before the wrapper is scripted
+    return save_scripted_model(torch.jit.script(jit.compile(wrapper)), output, **metadata_args)
+
+
+def _traceable_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """A copy of `model` that AOTInductor can trace, its parameters in `dtype`, frozen: rebuilt
+    the way MACE prepares a model for torch.compile (mace.tools.compile.prepare of
+    extract_model: the same model with e3nn's generated code left as Python, not TorchScript,
+    whose fixed sizes a trace could not vary). Built with `dtype` as the default, so that the
+    parameters are copied, not rounded through float32."""
+    from mace.tools.compile import prepare
+    from mace.tools.scripts_utils import extract_model
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        copied = prepare(extract_model)(frozen_copy(model, dtype)).eval()
+    finally:
+        torch.set_default_dtype(default)
+    for parameter in copied.parameters():
+        parameter.requires_grad_(False)
+    return copied
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="nvalchemi-mace-export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="a mace-torch model file (.model)")
-    parser.add_argument("-o", "--output", required=True, help="the TorchScript file to write (.pt)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="the file to write: TorchScript (.pt) or an AOTInductor package (.pt2)")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--head", default=None, help="the head to export (default: the last)")
     parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
     metadata = export(load_mace(args.model), args.output,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32,
-                      head=args.head, halo=args.halo)
+                      head=args.head, halo=args.halo, device=args.device)
     print(f"mace_export: wrote {args.output}: cutoff {metadata['cutoff']}, species "
           f"{metadata['species']}, {metadata['dtype']}, {metadata['spec']}")
 

@@ -21,13 +21,15 @@ from mace.modules.utils import GraphContext, InteractionKwargs
 def prepare_owned_rows_graph(data: Dict[str, torch.Tensor], compute_virials: bool = False,
                              compute_stress: bool = False, compute_displacement: bool = False,
                              lammps_mliap: bool = False) -> GraphContext:
-    """MACE's graph context in its LAMMPS mode, from MaceContractModel's data: `natoms` holds
-    (owned rows, other rows), `batch` one entry per owned row, `vectors` the edge vectors;
-    lammps_class (which the blocks only test against None) is that `natoms` tensor."""
+    """MACE's graph context in its LAMMPS mode, from MaceContractModel's data: `batch` one
+    entry per owned row, `node_attrs` one per row, `vectors` the edge vectors; lammps_class
+    (which the blocks only test against None) is the `natoms` tensor (owned rows, other rows).
+    The counts are read from shapes, not from `natoms`' values, so that a trace for AOTInductor
+    keeps them symbolic."""
     vectors = data["vectors"]
     natoms = data["natoms"]
-    n_owned = int(natoms[0])
-    n_other = int(natoms[1])
+    n_owned = data["batch"].shape[0]
+    n_other = data["node_attrs"].shape[0] - n_owned
     return GraphContext(
         is_lammps=True,
         num_graphs=1,

@@ -3,6 +3,7 @@ model that pair_style nvalchemi runs.
 
     nvalchemi-nequip-export in.ckpt|in.nequip.zip -o out.pt|out.pt2 --units metal
                             [--halo layerwise|deep] [--dtype float64|float32] [--species H O ...]
+                            [--device cpu|cuda]
 
 The output is TorchScript (.pt) or AOTInductor (.pt2), with the package's metadata
 (doc/Howto_nvalchemi_contract.rst): cutoff = the model's r_max, species = its type names as
@@ -151,9 +152,11 @@ def units_of(metadata: Dict, units: Optional[str]) -> str:
 
 
 def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = None, halo: str = "layerwise",
-           dtype: Optional[torch.dtype] = None, species: Optional[List[str]] = None) -> Dict:
-    """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt or .pt2) for
-    LAMMPS `units` (units_of); returns the metadata written."""
+           dtype: Optional[torch.dtype] = None, species: Optional[List[str]] = None,
+           device: str = "cpu") -> Dict:
+    """Write `graph_model` (a nequip GraphModel, left as it is) to `output` (.pt, or .pt2
+    compiled for `device`, "cpu" or "cuda") for LAMMPS `units` (units_of); returns the metadata
+    written."""
     interaction_block = _import_nequip()
     from e3nn.util.jit import script
     if halo not in EXPORTER_HALO_MODES:
@@ -182,7 +185,7 @@ def export(graph_model: torch.nn.Module, output: str, *, units: Optional[str] = 
     wrapper = NequipContractModel(energy_model, numbers, owned_rows=layers > 1 and halo == "layerwise")
     metadata_args = dict(cutoff=cutoff, species=numbers, units=units, dtype=dtype, spec=spec)
     if output_format(output) == AOTINDUCTOR:
-        return save_aoti_model(wrapper, output, **metadata_args)
+        return save_aoti_model(wrapper, output, device=device, **metadata_args)
     return save_scripted_model(script(wrapper), output, **metadata_args)
 
 
@@ -200,6 +203,8 @@ def main(argv=None):
                         help="default: the model's own model_dtype")
     parser.add_argument("--species", nargs="+", default=None,
                         help="an element per model type, in the model's type order (default: the type names)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
     _import_nequip()
     from nequip.model.saved_models.load_utils import load_saved_model
@@ -208,7 +213,7 @@ def main(argv=None):
     model = load_saved_model(args.model)
     dtype = {"float64": torch.float64, "float32": torch.float32, None: None}[args.dtype]
     metadata = export(model.eval(), args.output, units=args.units, halo=args.halo, dtype=dtype,
-                      species=args.species)
+                      species=args.species, device=args.device)
     print(f"nequip_export: wrote {args.output}: cutoff {metadata['cutoff']}, species {metadata['species']}, "
           f"units {metadata['units']}, {metadata['dtype']}, {metadata['spec']}")
 

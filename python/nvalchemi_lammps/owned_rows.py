@@ -30,11 +30,20 @@ import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi.refresh_neighbor
 
 def owned_count(n_owned: torch.Tensor, rows: int) -> int:
     """How many rows a layer updates: the contract's n_owned input; every row while an
-    AOTInductor export traces the model (a trace would freeze int(n_owned), so a .pt2 program
-    updates ghost rows too: the same numbers, without the saving)."""
+    AOTInductor export traces the model (a trace would freeze int(n_owned); read as a
+    data-dependent size, AOTInductor's matrix-product lowering cannot compile it), so a .pt2
+    program updates ghost rows too: the same numbers, without the saving."""
     if not torch.jit.is_scripting() and _tracing():
         return rows
     return int(n_owned.item())
+
+
+def at_least_one(count: int) -> int:
+    """max(count, 1), also for a traced size (which Python's max would decide for the example's
+    value: a program that could not run a rank without atoms)."""
+    if torch.jit.is_scripting():
+        return max(count, 1)
+    return torch.sym_max(count, 1)
 
 
 @torch.jit.unused

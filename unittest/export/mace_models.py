@@ -1,12 +1,16 @@
 """A tiny random MACE model (mace-torch; 2 interactions, H and O, r_max 3 A, fixed seed) saved as
 mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (python/nvalchemi_lammps/mace_export.py, installed with the nvalchemi-lammps package
-next to this Python): halo layerwise and deep, float64 and float32; an output named .pt2 is
-refused; the layerwise export updates owned rows only (owned_rows_only.py).
+next to this Python): halo layerwise and deep, float64 and float32; the layerwise export
+updates owned rows only (owned_rows_only.py). With --packages, the AOTInductor packages (.pt2)
+of the same model instead (a test of its own, so that their compile time keeps no other test
+waiting), kept between runs (harness.kept_file) under a key of the model's parameters, the
+exporter's sources and the versions that compile them.
 
-    python unittest/export/mace_models.py <output dir>
+    python unittest/export/mace_models.py [--packages] <output dir>
 """
 
+import glob
 import os
 import subprocess
 import sys
@@ -50,12 +54,30 @@ def main(outdir: str) -> None:
             subprocess.run([export, source, "-o", os.path.join(outdir, f"tiny_{halo}_{dtype}.pt"),
                             "--halo", halo, "--dtype", dtype], check=True)
     require_owned_rows_only(os.path.join(outdir, "tiny_layerwise_float64.pt"))
-    # the exporter writes TorchScript only: a .pt2 name is refused, nothing written
-    pt2 = os.path.join(outdir, "tiny.pt2")
-    proc = subprocess.run([export, source, "-o", pt2], capture_output=True, text=True)
-    if proc.returncode == 0 or "TorchScript only" not in proc.stderr or os.path.exists(pt2):
-        sys.exit(f"FAIL: nvalchemi-mace-export -o {pt2} was not refused with a message:\n{proc.stderr[-2000:]}")
+
+
+# the packages the tests run: (halo, dtype)
+PACKAGES = (("layerwise", "float64"), ("deep", "float32"))
+
+
+def packages(outdir: str) -> None:
+    """The AOTInductor packages of tiny.model (written by main), by nvalchemi-mace-export."""
+    import nvalchemi_lammps
+    from harness import content_key, kept_file
+    source = os.path.join(outdir, "tiny.model")
+    export = os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export")
+    exporter_sources = sorted(glob.glob(os.path.join(os.path.dirname(nvalchemi_lammps.__file__), "*.py")))
+    parameters = [value.numpy() for value in torch.load(source, weights_only=False).state_dict().values()]
+    for halo, dtype in PACKAGES:
+        key = content_key(*parameters, *exporter_sources, torch.__version__, mace.__version__,
+                          torch.backends.cpu.get_cpu_capability(), halo, dtype)
+        kept_file(key, os.path.join(outdir, f"tiny_{halo}_{dtype}.pt2"),
+                  lambda path: subprocess.run([export, source, "-o", path, "--halo", halo, "--dtype", dtype],
+                                              check=True))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--packages":
+        packages(sys.argv[2])
+    else:
+        main(sys.argv[1])

@@ -1,15 +1,19 @@
 """Tiny random nequip-framework models from minimal configs (fixed seeds, H and O, r_max 3 A):
 a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
 their exports by nequip_export (python/nvalchemi_lammps/nequip_export.py): NequIP in halo modes layerwise and
-deep as TorchScript (the layerwise one updating owned rows only: owned_rows_only.py), layerwise also as
-AOTInductor; Allegro as TorchScript. And the path a user
+deep as TorchScript (the layerwise one updating owned rows only: owned_rows_only.py); Allegro as
+TorchScript. With --packages, the AOTInductor packages (.pt2) of both (NequIP layerwise, Allegro) instead,
+kept between runs (harness.kept_file) under a key of the models' parameters, the exporter's sources and
+the versions that compile them (a test of its own, so that the compile keeps no other test waiting). And
+the path a user
 takes: nequip-train on nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which
 the nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
 recording them).
 
-    python unittest/export/nequip_models.py <output dir>
+    python unittest/export/nequip_models.py [--packages] <output dir>
 """
 
+import glob
 import os
 import subprocess
 import sys
@@ -43,7 +47,7 @@ def main(outdir: str) -> None:
     for name, model in models.items():
         torch.save(model, os.path.join(outdir, f"{name}.model"))
     for name, file, halo in (("nequip", "nequip_layerwise.pt", "layerwise"), ("nequip", "nequip_deep.pt", "deep"),
-                             ("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegro.pt", "layerwise")):
+                             ("allegro", "allegro.pt", "layerwise")):
         nequip_export.export(models[name], os.path.join(outdir, file), units="metal", halo=halo)
     require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt"))
 
@@ -61,5 +65,29 @@ def main(outdir: str) -> None:
     subprocess.run(command + ["--units", "metal"], check=True)
 
 
+# the packages the tests run: (model, file, halo)
+PACKAGES = (("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegro.pt2", "layerwise"))
+
+
+def packages(outdir: str) -> None:
+    """The AOTInductor packages of the models main saved."""
+    import nequip
+    import nvalchemi_lammps
+    from harness import content_key, kept_file
+    from nequip.utils.global_state import set_global_state
+    set_global_state()
+    exporter_sources = sorted(glob.glob(os.path.join(os.path.dirname(nvalchemi_lammps.__file__), "*.py")))
+    for name, file, halo in PACKAGES:
+        model = torch.load(os.path.join(outdir, f"{name}.model"), weights_only=False)
+        parameters = [value.numpy() for value in model.state_dict().values()]
+        key = content_key(*parameters, *exporter_sources, torch.__version__, nequip.__version__,
+                          torch.backends.cpu.get_cpu_capability(), name, halo)
+        kept_file(key, os.path.join(outdir, file),
+                  lambda path: nequip_export.export(model, path, units="metal", halo=halo))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--packages":
+        packages(sys.argv[2])
+    else:
+        main(sys.argv[1])

@@ -114,6 +114,19 @@ def keep(path, write):
     os.replace(f.name, path)
 
 
+def kept_file(key, path, make):
+    """Write the file `path` by `make(path)`, or copy it from REFERENCE_CACHE where the same `key`
+    (content_key of everything the file depends on) made it before; kept otherwise."""
+    cached = kept_path(key, os.path.splitext(path)[1])
+    if cached and os.path.exists(cached):
+        shutil.copyfile(cached, path)
+        return
+    make(path)
+    if cached:
+        with open(path, "rb") as written:
+            keep(cached, lambda f: shutil.copyfileobj(written, f))
+
+
 def kept_arrays(key, compute):
     """The dict of arrays `compute()` returns, taken from REFERENCE_CACHE when a test computed it
     under the same `key` (content_key of everything it depends on) before, and kept otherwise."""
@@ -212,19 +225,16 @@ def write_system(lmp, mpirun, system, workdir, units="lj", lattice="0.8442"):
     1 rank (a copy of the file the same lmp wrote from the same commands before, where
     REFERENCE_CACHE keeps it)."""
     setup = SETUP.format(system=system, units=units, lattice=lattice)
+
+    def make(data):
+        with open(os.path.join(workdir, "in.setup"), "w") as f:
+            f.write(setup)
+        proc = run_lammps(lmp, mpirun, 1, "in.setup", workdir)
+        if proc.returncode != 0:
+            sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
+
     data = os.path.join(workdir, "system.data")
-    cached = kept_path(reference_key(lmp, 1, setup, [], None), ".data")
-    if cached and os.path.exists(cached):
-        shutil.copyfile(cached, data)
-        return data
-    with open(os.path.join(workdir, "in.setup"), "w") as f:
-        f.write(setup)
-    proc = run_lammps(lmp, mpirun, 1, "in.setup", workdir)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: making the system failed:\n{proc.stdout[-4000:]}")
-    if cached:
-        with open(data, "rb") as written:
-            keep(cached, lambda f: shutil.copyfileobj(written, f))
+    kept_file(reference_key(lmp, 1, setup, [], None), data, make)
     return data
 
 
