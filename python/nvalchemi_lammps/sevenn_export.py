@@ -1,30 +1,36 @@
 """Export a SevenNet model (PyPI sevenn: SevenNet-0, SevenNet-MF-0 or a checkpoint of the user's
 own training) to a model that pair_style nvalchemi runs.
 
-    nvalchemi-sevenn-export 7net-0|checkpoint.pth -o out.pt [--modal NAME]
+    nvalchemi-sevenn-export 7net-0|checkpoint.pth -o out.pt|out.pt2 [--modal NAME]
                             [--halo layerwise|deep] [--dtype float32|float64]
 
 The input is a SevenNet checkpoint file or a name SevenNet's own tools accept for the pretrained
 models its wheel ships (7net-0, 7net-0_22May2024, 7net-mf-0, 7net-l3i5); --modal picks the
 fidelity of a multi-fidelity model (SevenNet-MF-0: PBE or R2SCAN). The output is TorchScript
-(.pt; AOTInductor cannot trace SevenNet's message sum) with the package's metadata (doc/Howto_nvalchemi_contract.rst):
-cutoff = the checkpoint's, species = its elements (every one it was trained on; pair_coeff maps
-LAMMPS types to them), units metal (eV, Angstrom), float32 by default as SevenNet runs (its
-weights are float32), or float64 for exact parity across ranks. The model returns SevenNet's
-per-atom energies as `atomic_energies`; pair_style nvalchemi takes forces and virial from their
-gradient (SevenNet's own force output module is left out).
+(.pt) or an AOTInductor package (.pt2, compiled for this machine's CPU by export.save_aoti_model),
+by its name, with the package's metadata (doc/Howto_nvalchemi_contract.rst): cutoff = the
+checkpoint's, species = its elements (every one it was trained on; pair_coeff maps LAMMPS types
+to them), units metal (eV, Angstrom), float32 by default as SevenNet runs (its weights are
+float32), or float64 for exact parity across ranks. The model returns SevenNet's per-atom
+energies as `atomic_energies`; pair_style nvalchemi takes forces and virial from their gradient
+(SevenNet's own force output module is left out).
 
 How SevenNet is fitted to the contract:
   * SevenNet's edge_index[0] is the centre atom and its edge vectors point from the centre to the
     neighbour, the reverse of the contract (export.centre_first_edges);
   * the one-hot species embedding, which SevenNet builds in float32 whatever the model's dtype,
     is built by the wrapper in the exported dtype, with the keys SevenNet's embedding writes;
+  * the convolutions size their message sums, and a multi-fidelity model's linear layers their
+    fidelity one-hot, by the node features' row count (x.shape[0]) where SevenNet takes len(x),
+    which a trace for AOTInductor would freeze to one atom count;
   * halo mode layerwise: the first layer's embeddings and the linear layers before its
     convolution run on every row (the convolution reads its senders' features), and every
     convolution but the first refreshes the ghost rows' features first, with
     torch.ops.nvalchemi.refresh_neighbors (the features SevenNet's e3gnn/parallel sends through
     LAMMPS' communication before layers 2 to 5). After its convolution a layer works on owned
-    rows only (nvalchemi_lammps.owned_rows), as in SevenNet's own ML-IAP mode;
+    rows only (nvalchemi_lammps.owned_rows), as in SevenNet's own ML-IAP mode. An AOTInductor
+    package updates the rows owned_rows.owned_count gives while the export traces the model
+    (every row: the same numbers, without the saving);
   * halo mode deep: the model is left as it is and the ghost shell holds every layer's
     receptive field (cutoff x layers: 25 A for SevenNet-0, an expensive shell);
   * a rank with no atoms runs the model on zero rows, making the same exchange calls as every
@@ -34,13 +40,14 @@ sevenn is needed only here, never by a LAMMPS run.
 """
 
 import argparse
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    centre_first_edges, frozen_copy, require_release, save_scripted_model, species_index)
+    AOTINDUCTOR, centre_first_edges, frozen_copy, output_format, override_method, require_release,
+    save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
 
@@ -58,6 +65,7 @@ def _import_sevenn():
     try:
         import sevenn
         from sevenn.nn.convolution import IrrepsConvolution
+        from sevenn.nn.linear import IrrepsLinear
         from sevenn.util import load_checkpoint
     except ImportError as exc:
         raise SystemExit(f"sevenn_export: sevenn is not installed ({exc}); "
@@ -65,7 +73,40 @@ def _import_sevenn():
     require_release("sevenn_export", "sevenn", sevenn.__version__, SUPPORTED_SEVENN,
                     "the export relies on the layout of SevenNet's model (its module names and data "
                     "keys); install a supported sevenn")
-    return IrrepsConvolution, load_checkpoint
+    return IrrepsConvolution, IrrepsLinear, load_checkpoint
+
+
+class _SizedMessageSum:
+    """IrrepsConvolution.forward (of a serial model: is_parallel off) with its message sum sized
+    by the node features' row count, x.shape[0]: SevenNet's message_gather takes len(x), a Python
+    int that a trace for AOTInductor freezes to the example's row count. The same operations
+    otherwise, in TorchScript too."""
+
+    def forward(self, data: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        assert self.convolution is not None, "Convolution is not instantiated"
+        assert self.weight_nn is not None, "Weight_nn is not instantiated"
+        weight = self.weight_nn(data[self.key_weight_input])
+        x = data[self.key_x]
+        edge_src = data[self.key_edge_idx][1]
+        edge_dst = data[self.key_edge_idx][0]
+        message = self.convolution(x[edge_src], data[self.key_filter], weight)
+        shape: List[int] = [x.shape[0]] + list(message.shape[1:])
+        summed = torch.zeros(shape, dtype=x.dtype, device=x.device)
+        summed.scatter_reduce_(0, edge_dst.unsqueeze(-1).expand_as(message), message, reduce="sum")
+        data[self.key_x] = summed.div(self.denominator)
+        return data
+
+
+class _SizedModalPatch:
+    """IrrepsLinear._patch_modal_to_data of a multi-fidelity model, for one graph (is_batch_data
+    off), with the fidelity's one-hot expanded to the input's row count, x.shape[0], where SevenNet
+    takes len(x), which a trace for AOTInductor freezes. The same operations otherwise."""
+
+    def _patch_modal_to_data(self, data: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        x = data[self.key_input]
+        modality = data[self.key_modal_attr].expand(x.shape[0], -1).to(x.dtype)
+        data[self.key_input] = torch.cat([x, modality], dim=1)
+        return data
 
 
 class OwnedRowsConvolution(torch.nn.Module):
@@ -130,7 +171,7 @@ class SevennetContractModel(torch.nn.Module):
 def load(model: str, modal: Optional[str] = None):
     """SevenNet's model built from a checkpoint file or pretrained name (sevenn.util.
     load_checkpoint), switched to one fidelity (`modal`) for a multi-fidelity model."""
-    _, load_checkpoint = _import_sevenn()
+    _, _, load_checkpoint = _import_sevenn()
     try:
         checkpoint = load_checkpoint(model)
     except (ValueError, FileNotFoundError) as exc:
@@ -138,30 +179,28 @@ def load(model: str, modal: Optional[str] = None):
     built = checkpoint.build_model(enable_cueq=False, enable_flash=False, enable_oeq=False)
     modals = list(built.modal_map or {})
     if modals and modal is None:
-        raise SystemExit(f"sevenn_export: {model} is a multi-fidelity model: give --modal, one of {', '.join(modals)}")
+        raise SystemExit(f"sevenn_export: {model} is a multi-fidelity model: give --modal, "
+                         f"one of {', '.join(modals)}")
     if modal is not None:
         if not modals:
             raise SystemExit(f"sevenn_export: {model} has one fidelity: --modal {modal} does not apply")
         if modal not in modals:
-            raise SystemExit(f"sevenn_export: {model} has no modal '{modal}' (its modals: {', '.join(modals)})")
+            raise SystemExit(f"sevenn_export: {model} has no modal '{modal}' "
+                             f"(its modals: {', '.join(modals)})")
         built.prepare_modal_deploy(modal)
     return built
 
 
-def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
-           dtype: torch.dtype = torch.float32) -> Dict:
-    """Write `model` (SevenNet's AtomGraphSequential, as `load` returns it; left as it is) to
-    `output` (.pt); returns the metadata written."""
-    if not output.endswith(".pt"):
-        raise SystemExit(f"sevenn_export: cannot write {output}: this exporter writes SevenNet models as "
-                         "TorchScript only (AOTInductor .pt2 is not supported: SevenNet's message sum sizes its "
-                         "output with len(), which a trace freezes to one atom count); name the output file .pt")
-    convolution_class, _ = _import_sevenn()
-    from e3nn.util.jit import script
+def contract_model(model: torch.nn.Module, *, halo: str = "layerwise",
+                   dtype: torch.dtype = torch.float32) -> Tuple[torch.nn.Module, Dict]:
+    """`model` (SevenNet's AtomGraphSequential, as `load` returns it; left as it is) behind the
+    contract, for either format: (the wrapper, the arguments of its metadata)."""
+    convolution_class, linear_class, _ = _import_sevenn()
     if halo not in EXPORTER_HALO_MODES:
         raise SystemExit(f"sevenn_export: halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
     if model.type_map is None or not model.cutoff:
-        raise SystemExit("sevenn_export: the model records no type map or cutoff; export a SevenNet checkpoint")
+        raise SystemExit("sevenn_export: the model records no type map or cutoff; "
+                         "export a SevenNet checkpoint")
     model = frozen_copy(model, dtype)
     model.set_is_batch_data(False)
     model.eval_type_map = False
@@ -171,13 +210,20 @@ def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
         raise SystemExit("sevenn_export: the model's species embedding is not the one this exporter knows")
     model.delete_module_by_key("onehot_idx_to_onehot")  # the wrapper embeds, in the model's dtype
     model.delete_module_by_key("force_output")  # pair_style nvalchemi differentiates the energies
-    convolutions = [name for name, module in model._modules.items() if isinstance(module, convolution_class)]
+    convolutions = [name for name, module in model._modules.items()
+                    if isinstance(module, convolution_class)]
     layers = len(convolutions)
-    if layers == 0:
-        raise SystemExit("sevenn_export: the model has no convolution this exporter knows")
+    if layers == 0 or any(model._modules[name].is_parallel for name in convolutions):
+        raise SystemExit("sevenn_export: the model has no convolution this exporter knows "
+                         "(SevenNet's IrrepsConvolution, serial)")
     # the widest row refresh_neighbors moves: the features a convolution but the first reads
     spec = exporter_spec(halo, layers, max((model._modules[name]._comm_size for name in convolutions[1:]),
                                            default=0))
+    for name in convolutions:
+        override_method(model._modules[name], _SizedMessageSum.forward)
+    for module in model._modules.values():
+        if isinstance(module, linear_class) and module.num_modalities > 1:
+            override_method(module, _SizedModalPatch._patch_modal_to_data)
     owned_rows_only = layers > 1 and halo == "layerwise"
     if owned_rows_only:
         for i, name in enumerate(convolutions):
@@ -185,26 +231,42 @@ def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
     # the elements in the order of SevenNet's type indices (its type map: atomic number -> index)
     species = sorted((int(z) for z in model.type_map), key=model.type_map.__getitem__)
     wrapper = SevennetContractModel(model, species, embedding.num_classes, owned_rows_only)
-    return save_scripted_model(script(wrapper), output, cutoff=float(model.cutoff), species=species, units="metal",
-                               dtype=dtype, spec=spec)
+    return wrapper, dict(cutoff=float(model.cutoff), species=species, units="metal", dtype=dtype,
+                         spec=spec)
+
+
+def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
+           dtype: torch.dtype = torch.float32) -> Dict:
+    """Write `model` (SevenNet's AtomGraphSequential, as `load` returns it; left as it is) to
+    `output` (.pt or .pt2); returns the metadata written."""
+    wrapper, metadata_args = contract_model(model, halo=halo, dtype=dtype)
+    if output_format(output) == AOTINDUCTOR:
+        return save_aoti_model(wrapper, output, **metadata_args)
+    from e3nn.util.jit import script
+    return save_scripted_model(script(wrapper), output, **metadata_args)
 
 
 def main(argv: Optional[List[str]] = None):
     parser = argparse.ArgumentParser(prog="nvalchemi-sevenn-export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", help="a SevenNet checkpoint (.pth) or pretrained name (7net-0, 7net-mf-0, ...)")
-    parser.add_argument("-o", "--output", required=True, help="the TorchScript file to write (.pt)")
+    parser.add_argument("model",
+                        help="a SevenNet checkpoint (.pth) or pretrained name (7net-0, 7net-mf-0, ...)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="the file to write: .pt (TorchScript) or .pt2 (AOTInductor, compiled for this "
+                             "machine's CPU: minutes)")
     parser.add_argument("--modal", default=None,
                         help="the fidelity of a multi-fidelity model (SevenNet-MF-0: PBE, R2SCAN)")
     parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
-                        help="float32: as SevenNet runs (its weights are float32); float64: exact parity across ranks")
+                        help="float32: as SevenNet runs (its weights are float32); "
+                             "float64: exact parity across ranks")
     args = parser.parse_args(argv)
     model = load(args.model, args.modal)
     metadata = export(model, args.output, halo=args.halo,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32)
-    print(f"sevenn_export: wrote {args.output}: cutoff {metadata['cutoff']}, {len(metadata['species'])} species, "
-          f"units {metadata['units']}, {metadata['dtype']}, {metadata['spec']}")
+    print(f"sevenn_export: wrote {args.output}: cutoff {metadata['cutoff']}, "
+          f"{len(metadata['species'])} species, units {metadata['units']}, {metadata['dtype']}, "
+          f"{metadata['spec']}")
 
 
 if __name__ == "__main__":
