@@ -26,11 +26,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
-
-from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS,  # noqa: F401  (the export's API)
-                                       CONTRACT_VERSION, METADATA_FILE)
+from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,  # noqa: F401
+                                       CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE)  # (the export's API)
 from nvalchemi_lammps.model_file import (AOTINDUCTOR, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
+from nvalchemi_lammps.owned_rows import traced_owned_count
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -108,7 +108,9 @@ def save_model(
 
 
 class _EnergyAndGradient(torch.nn.Module):
-    """The contract model as an AOTInductor program sees it: the seven inputs positionally, and
+    """The contract model as an AOTInductor program sees it: the seven inputs positionally, n_owned
+    as a tensor of n_owned rows (AOTI_OWNED_ROWS_AS_SIZE: the owned count a size the program
+    reads on every call, which owned_rows.owned_count hands a model's owned-row updates), and
     (atomic energies, d(sum of owned rows' energies)/d(edge_vectors)) out."""
 
     def __init__(self, module: torch.nn.Module, energy_output: str):
@@ -116,13 +118,16 @@ class _EnergyAndGradient(torch.nn.Module):
         self.module = module
         self.energy_output = energy_output
 
-    def forward(self, positions, atomic_numbers, neighbor_list, edge_vectors, cell, pbc, n_owned):
+    def forward(self, positions, atomic_numbers, neighbor_list, edge_vectors, cell, pbc, owned_rows):
+        count = owned_rows.shape[0]
+        torch._check(count <= atomic_numbers.shape[0])
+        n_owned = torch.full((), count, dtype=torch.int64, device=atomic_numbers.device)
         edge_vectors = edge_vectors.detach().requires_grad_(True)
         inputs = dict(zip(CONTRACT_INPUTS, (positions, atomic_numbers, neighbor_list, edge_vectors,
                                             cell, pbc, n_owned)))
-        energies = self.module(inputs)[self.energy_output]
-        # a mask, not energies[:n_owned]: a trace would freeze int(n_owned)
-        owned = torch.arange(energies.shape[0], device=energies.device) < n_owned
+        with traced_owned_count(count):
+            energies = self.module(inputs)[self.energy_output]
+        owned = torch.arange(energies.shape[0], device=energies.device) < count
         total = torch.where(owned, energies, torch.zeros_like(energies)).sum()
         (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
         if gradient is None:
@@ -132,18 +137,18 @@ class _EnergyAndGradient(torch.nn.Module):
 
 def example_inputs(species: Sequence[int], cutoff: float, dtype: torch.dtype, rows: int = 12,
                    edges: int = 40, owned: int = 8):
-    """A small made-up graph in the contract's positional order (only its types and ranks
-    matter to tracing; sizes are dynamic in the program)."""
+    """A small made-up graph in the AOTInductor program's positional order (only its types and
+    ranks matter to tracing; sizes are dynamic in the program)."""
     g = torch.Generator().manual_seed(0)
     zs = torch.tensor(list(species), dtype=torch.int64)
+    atomic_numbers = zs[torch.randint(0, len(zs), (rows,), generator=g)]
     neighbor_list = torch.randint(0, rows, (edges, 2), generator=g)
     directions = torch.nn.functional.normalize(torch.randn(edges, 3, generator=g, dtype=torch.float64), dim=1)
     lengths = cutoff * (0.5 + 0.4 * torch.rand(edges, 1, generator=g, dtype=torch.float64))
-    return (torch.rand(rows, 3, generator=g, dtype=torch.float64).to(dtype),
-            zs[torch.randint(0, len(zs), (rows,), generator=g)],
+    return (torch.rand(rows, 3, generator=g, dtype=torch.float64).to(dtype), atomic_numbers,
             neighbor_list, (directions * lengths).to(dtype),
             (3 * cutoff * torch.eye(3, dtype=torch.float64)).view(1, 3, 3).to(dtype),
-            torch.ones(1, 3, dtype=torch.bool), torch.tensor(owned, dtype=torch.int64))
+            torch.ones(1, 3, dtype=torch.bool), atomic_numbers[:owned])
 
 
 # operator namespaces that need no operator library: ATen's and the package's exchange ops
@@ -206,24 +211,28 @@ def save_aoti_model(
 
     wrapper = _EnergyAndGradient(module.to(dtype).to(device).eval(), energy_output)
     example = tuple(t.to(device) for t in example_inputs(species, cutoff, dtype))
-    # autograd.grad cannot be exported directly: trace forward and backward into one graph first
-    graph = make_fx(wrapper, tracing_mode="symbolic", _allow_non_fake_inputs=True)(*example)
-    # the trace keeps plain tensor attributes (not parameters or buffers) as constants, which
-    # export refuses: make them buffers
-    for name, value in list(vars(graph).items()):
-        if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-            delattr(graph, name)
-            graph.register_buffer(name, value)
-    rows, edges = Dim("rows", min=0), Dim("edges", min=0)
-    program = torch.export.export(graph, example, strict=False,
-                                  dynamic_shapes=({0: rows}, {0: rows}, {0: edges}, {0: edges},
-                                                  None, None, None))
+    # sizes of 0 and 1 (a rank without atoms, without ghosts) reasoned about as any other, not
+    # decided by the example's sizes
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        # autograd.grad cannot be exported directly: trace forward and backward into one graph first
+        graph = make_fx(wrapper, tracing_mode="symbolic", _allow_non_fake_inputs=True)(*example)
+        # the trace keeps plain tensor attributes (not parameters or buffers) as constants, which
+        # export refuses: make them buffers
+        for name, value in list(vars(graph).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                delattr(graph, name)
+                graph.register_buffer(name, value)
+        rows, edges, owned = Dim("rows", min=0), Dim("edges", min=0), Dim("owned", min=0)
+        program = torch.export.export(graph, example, strict=False,
+                                      dynamic_shapes=({0: rows}, {0: rows}, {0: edges}, {0: edges},
+                                                      None, None, {0: owned}))
     metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype,
                              spec=with_called_operators(spec, program))
     torch._inductor.aoti_compile_and_package(
         program, package_path=path,
         inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),
-                                                    AOTI_ENERGY_OUTPUT: energy_output}})
+                                                    AOTI_ENERGY_OUTPUT: energy_output,
+                                                    AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE}})
     require_ranks_in_step(path, metadata)
     return metadata
 

@@ -28,9 +28,9 @@ How MACE is fitted to the contract:
 A package is compiled from the model rebuilt the way MACE prepares one for torch.compile (e3nn's
 generated code as Python, not TorchScript) and with e3nn's TorchScript spherical harmonics run as
 Python while it is traced, so that atom and edge counts stay sizes the program reads on every
-call; the exchange ops are calls inside it. In halo mode layerwise a package updates every row
-(owned_rows.owned_count: the owned count read as a data-dependent size does not compile), with
-the same numbers as the TorchScript export, which updates owned rows only.
+call; the exchange ops are calls inside it. In halo mode layerwise a package updates owned rows
+only, as the TorchScript export does: the owned count is a size of the program as well
+(owned_rows.owned_count, export.save_aoti_model).
 
 mace-torch is needed only here, never by a LAMMPS run. Import order matters with torch >= 2.6:
 mace before e3nn.

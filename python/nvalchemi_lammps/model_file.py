@@ -9,7 +9,8 @@ from typing import Dict, Tuple
 
 import torch
 
-from nvalchemi_lammps.contract import AOTI_ENERGY_OUTPUT, CONTRACT_INPUTS, METADATA_FILE
+from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE, CONTRACT_INPUTS,
+                                      METADATA_FILE)
 
 TORCHSCRIPT = "TorchScript"
 AOTINDUCTOR = "AOTInductor"
@@ -39,6 +40,7 @@ class LoadedModel:
             meta = self.program.get_metadata()
             self.metadata_text = meta.get(METADATA_FILE, "")
             self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, "atomic_energies")
+            self.owned_rows_as_size = meta.get(AOTI_OWNED_ROWS) == AOTI_OWNED_ROWS_AS_SIZE
         else:
             extra = {METADATA_FILE: ""}
             self.module = torch.jit.load(path, _extra_files=extra)
@@ -58,7 +60,10 @@ class LoadedModel:
 
     def __call__(self, inputs: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
         if self.format == AOTINDUCTOR:
-            energies, gradient = self.program(*[inputs[name] for name in CONTRACT_INPUTS])
+            positional = [inputs[name] for name in CONTRACT_INPUTS]
+            if self.owned_rows_as_size:  # as the pair style passes it
+                positional[-1] = inputs["atomic_numbers"][: int(inputs["n_owned"])]
+            energies, gradient = self.program(*positional)
             return energies, gradient
         edge_vectors = inputs["edge_vectors"].detach().requires_grad_(True)
         outputs = self.module(dict(inputs, edge_vectors=edge_vectors))

@@ -25,8 +25,8 @@ How the nequip framework is fitted to the contract:
     before the convolution; the exported blocks read the owned row count from the data (under
     the key that switches the mode on, which LAMMPS' ML-IAP uses for its data object) and use a
     ghost-exchange module that extends the owned rows' features to the ghost rows with
-    torch.ops.nvalchemi.refresh_neighbors. An AOTInductor export updates every row (a trace
-    cannot slice by n_owned): the same numbers without the saving. In halo mode deep the no-op
+    torch.ops.nvalchemi.refresh_neighbors. An AOTInductor export does the same, the owned
+    count a size of the compiled program (export.save_aoti_model). In halo mode deep the no-op
     module stays and the ghost shell holds every layer's receptive field;
   * Allegro is strictly local (one cutoff, no exchange between atoms): halo mode local;
   * a rank with no atoms runs the model on zero rows, making the same exchange calls as every
@@ -87,7 +87,7 @@ class _OwnedRowCount:
     module-level strings)."""
 
     def _get_mliap_num_local(self, data: Dict[str, torch.Tensor]) -> int:
-        return int(data["lmp_mliap_data"])
+        return owned_count(data["lmp_mliap_data"], data["atom_types"].shape[0])
 
 
 class NequipContractModel(torch.nn.Module):
@@ -111,10 +111,11 @@ class NequipContractModel(torch.nn.Module):
             "edge_vectors": centre_to_neighbour,
             "atom_types": self.type_index[inputs["atomic_numbers"]],
         }
-        # rows the layers update: the owned ones (nequip's ML-IAP mode), or every row
+        # rows the layers update: the owned ones (nequip's ML-IAP mode, on whatever their count:
+        # with every row owned it updates every row), or every row
         owned = owned_count(inputs["n_owned"], n) if self.owned_rows else n
-        if owned < n:
-            data["lmp_mliap_data"] = torch.tensor(owned, dtype=torch.int64)
+        if self.owned_rows:
+            data["lmp_mliap_data"] = inputs["n_owned"]
         out = self.energy_model(data)
         energies = out["atomic_energy"].view(-1)
         return {"atomic_energies": per_row(energies[:owned], n).to(edge_vectors.dtype)}

@@ -21,6 +21,7 @@ ghost row before refreshing it. It is not valid in halo mode deep, where ghost r
 messages of their own and are not refreshed.
 """
 
+import contextlib
 from typing import List
 
 import torch
@@ -29,13 +30,30 @@ import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi.refresh_neighbor
 
 
 def owned_count(n_owned: torch.Tensor, rows: int) -> int:
-    """How many rows a layer updates: the contract's n_owned input; every row while an
-    AOTInductor export traces the model (a trace would freeze int(n_owned); read as a
-    data-dependent size, AOTInductor's matrix-product lowering cannot compile it), so a .pt2
-    program updates ghost rows too: the same numbers, without the saving."""
+    """How many rows a layer updates: the contract's n_owned input. While an AOTInductor export
+    traces the model, the size of the program's owned-rows input (traced_owned_count), which the
+    program reads on every call; every row for a trace outside an export."""
     if not torch.jit.is_scripting() and _tracing():
-        return rows
+        return _traced_owned_count(rows)
     return int(n_owned.item())
+
+
+_TRACED_OWNED: List[int] = []
+
+
+@contextlib.contextmanager
+def traced_owned_count(count):
+    """Within the block, owned_count is `count` (export.save_aoti_model: a symbolic size)."""
+    _TRACED_OWNED.append(count)
+    try:
+        yield
+    finally:
+        _TRACED_OWNED.pop()
+
+
+@torch.jit.unused
+def _traced_owned_count(rows: int) -> int:
+    return _TRACED_OWNED[-1] if _TRACED_OWNED else rows
 
 
 def at_least_one(count: int) -> int:

@@ -4,7 +4,9 @@
    contract's seven inputs positionally and returns (atomic energies, the
    gradient of the owned rows' energy sum with respect to edge_vectors): an
    exported program cannot be differentiated from C++, so it holds its backward
-   pass, exchange ops included (they run through the dispatcher by name).
+   pass, exchange ops included (they run through the dispatcher by name). A
+   package that reads the owned count as a size takes n_owned as a tensor of
+   n_owned rows (the owned atoms' atomic numbers) instead of the scalar.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_runner.h"
@@ -28,6 +30,10 @@ namespace NVAlchemi {
   namespace {
     // the package's metadata entry naming the energy output (nvalchemi_lammps.export.AOTI_ENERGY_OUTPUT)
     constexpr const char *ENERGY_OUTPUT = "nvalchemi_energy_output";
+    // the entry saying how the program takes n_owned (nvalchemi_lammps.contract.AOTI_OWNED_ROWS):
+    // OWNED_ROWS_AS_SIZE, or absent for the scalar
+    constexpr const char *OWNED_ROWS = "nvalchemi_owned_rows";
+    constexpr const char *OWNED_ROWS_AS_SIZE = "size";
 
     // The package's bytes in a file of its own for the loader, removed when done with.
     class TemporaryPackage {
@@ -115,6 +121,7 @@ namespace NVAlchemi {
               static_cast<c10::DeviceIndex>(device.loader_index()));
           metadata = meta[METADATA_FILE];
           energy_output = meta[ENERGY_OUTPUT];
+          owned_rows_as_size = meta[OWNED_ROWS] == OWNED_ROWS_AS_SIZE;
         });
       }
 
@@ -148,7 +155,9 @@ namespace NVAlchemi {
           torch::NoGradGuard no_grad;    // the program holds its own backward pass
           auto start = Clock::now();
           ContractInputs in = contract_inputs(graph, cell, placement, false);
-          const std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
+          std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
+          // the owned count as the size of a view (no copy) of the owned rows' atomic numbers
+          if (owned_rows_as_size) inputs.back() = inputs[1].narrow(0, 0, graph.n_owned);
           outputs.marshal_seconds = seconds_since(start);
           start = Clock::now();
           const std::vector<at::Tensor> result = loader->run(inputs);
@@ -184,6 +193,7 @@ namespace NVAlchemi {
      private:
       std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
       std::string metadata, energy_output;
+      bool owned_rows_as_size = false;
       Placement placement;
     };
   }    // namespace

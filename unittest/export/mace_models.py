@@ -3,7 +3,7 @@ mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (python/nvalchemi_lammps/mace_export.py, installed with the nvalchemi-lammps package
 next to this Python): halo layerwise and deep, float64 and float32; the layerwise export
 updates owned rows only (owned_rows_only.py). With --packages, the AOTInductor packages (.pt2)
-of the same model instead (a test of its own, so that their compile time keeps no other test
+of the same model instead (the layerwise one updating owned rows only too) (a test of its own, so that their compile time keeps no other test
 waiting), kept between runs (harness.kept_file) under a key of the model's parameters, the
 exporter's sources and the versions that compile them.
 
@@ -71,9 +71,11 @@ def packages(outdir: str) -> None:
     for halo, dtype in PACKAGES:
         key = content_key(*parameters, *exporter_sources, torch.__version__, mace.__version__,
                           torch.backends.cpu.get_cpu_capability(), halo, dtype)
-        kept_file(key, os.path.join(outdir, f"tiny_{halo}_{dtype}.pt2"),
-                  lambda path: subprocess.run([export, source, "-o", path, "--halo", halo, "--dtype", dtype],
-                                              check=True))
+        package = os.path.join(outdir, f"tiny_{halo}_{dtype}.pt2")
+        kept_file(key, package, lambda path: subprocess.run([export, source, "-o", path, "--halo", halo,
+                                                             "--dtype", dtype], check=True))
+        if halo == "layerwise":
+            require_owned_rows_only(package)
 
 
 if __name__ == "__main__":

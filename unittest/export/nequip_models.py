@@ -1,14 +1,14 @@
 """Tiny random nequip-framework models from minimal configs (fixed seeds, H and O, r_max 3 A):
 a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
-their exports by nequip_export (python/nvalchemi_lammps/nequip_export.py): NequIP in halo modes layerwise and
-deep as TorchScript (the layerwise one updating owned rows only: owned_rows_only.py); Allegro as
-TorchScript. With --packages, the AOTInductor packages (.pt2) of both (NequIP layerwise, Allegro) instead,
-kept between runs (harness.kept_file) under a key of the models' parameters, the exporter's sources and
-the versions that compile them (a test of its own, so that the compile keeps no other test waiting). And
-the path a user
-takes: nequip-train on nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which
-the nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
-recording them).
+their exports by nequip_export (python/nvalchemi_lammps/nequip_export.py): NequIP in halo modes
+layerwise and deep as TorchScript (the layerwise one updating owned rows only:
+owned_rows_only.py); Allegro as TorchScript. And the path a user takes: nequip-train on
+nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which the
+nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
+recording them). With --packages, the AOTInductor packages (.pt2) of NequIP (layerwise, updating
+owned rows only too) and Allegro instead, kept between runs (harness.kept_file) under a key of
+the models' parameters, the exporter's sources and the versions that compile them (a test of
+its own, so that the compile keeps no other test waiting).
 
     python unittest/export/nequip_models.py [--packages] <output dir>
 """
@@ -84,6 +84,7 @@ def packages(outdir: str) -> None:
                           torch.backends.cpu.get_cpu_capability(), name, halo)
         kept_file(key, os.path.join(outdir, file),
                   lambda path: nequip_export.export(model, path, units="metal", halo=halo))
+    require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt2"))
 
 
 if __name__ == "__main__":
