@@ -1,7 +1,8 @@
 """SevenNet-0 side by side in LAMMPS: SevenNet's own styles, pair_style e3gnn (serial) and
 e3gnn/parallel, built from the sevenn wheel's sources by bench/sevenn_peer_build.sh, against
 pair_style nvalchemi with the same pretrained model exported by nvalchemi-sevenn-export (halo
-layerwise, and deep on the smallest cell), all float32 as SevenNet runs. Not part of make test.
+layerwise as TorchScript and as an AOTInductor package compiled for this CPU, and deep on the
+smallest cell), all float32 as SevenNet runs. Not part of make test.
 
     make sevenn-race      (the peer built, then this script with its defaults), or by hand:
     bench/sevenn_peer_build.sh build
@@ -85,16 +86,20 @@ def oracle(atoms):
 
 def exports(workdir):
     """The pair_style and pair_coeff lines of each style: the peer's serial and per-layer
-    deployments (sevenn get_model), the package's layerwise and deep exports."""
+    deployments (sevenn get_model), the package's layerwise (TorchScript and compiled) and deep
+    exports."""
     bindir = os.path.dirname(sys.executable)
     files = {"serial": os.path.join(workdir, "deployed_serial.pt"),
              "parallel": os.path.join(workdir, "deployed_parallel"),
              "layerwise": os.path.join(workdir, "sevennet0_layerwise.pt"),
+             "compiled": os.path.join(workdir, "sevennet0_layerwise.pt2"),
              "deep": os.path.join(workdir, "sevennet0_deep.pt")}
+    export = os.path.join(bindir, "nvalchemi-sevenn-export")
     commands = [[os.path.join(bindir, "sevenn"), "get_model", "7net-0", "-o", files["serial"]],
                 [os.path.join(bindir, "sevenn"), "get_model", "7net-0", "-p", "-o", files["parallel"]],
-                [os.path.join(bindir, "nvalchemi-sevenn-export"), "7net-0", "-o", files["layerwise"]],
-                [os.path.join(bindir, "nvalchemi-sevenn-export"), "7net-0", "--halo", "deep", "-o", files["deep"]]]
+                [export, "7net-0", "-o", files["layerwise"]],
+                [export, "7net-0", "-o", files["compiled"]],
+                [export, "7net-0", "--halo", "deep", "-o", files["deep"]]]
     for cmd in commands:
         proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -103,6 +108,7 @@ def exports(workdir):
     return {"e3gnn": f"pair_style e3gnn\npair_coeff * * {files['serial']} Si",
             "e3gnn/parallel": f"pair_style e3gnn/parallel\npair_coeff * * {layers} {files['parallel']} Si",
             "nvalchemi layerwise": f"pair_style nvalchemi {files['layerwise']}\npair_coeff * * Si",
+            "nvalchemi compiled": f"pair_style nvalchemi {files['compiled']}\npair_coeff * * Si",
             "nvalchemi deep": f"pair_style nvalchemi {files['deep']}\npair_coeff * * Si"}
 
 
@@ -181,7 +187,8 @@ def main():
             reference = oracle(atoms)
             smallest = cells == min(args.cells)
             plan = [("e3gnn", "1x1x1")] + ([("e3gnn", "2x1x1")] if smallest else [])
-            plan += [(style, grid) for style in ("e3gnn/parallel", "nvalchemi layerwise") for grid in args.grids]
+            plan += [(style, grid) for style in ("e3gnn/parallel", "nvalchemi layerwise", "nvalchemi compiled")
+                     for grid in args.grids]
             plan += [("nvalchemi deep", "1x1x1")] if smallest else []
             for style, grid in plan:
                 lmp = args.peer_lmp if style.startswith("e3gnn") else args.lmp

@@ -2,12 +2,12 @@
 own training) to a model that pair_style nvalchemi runs.
 
     nvalchemi-sevenn-export 7net-0|checkpoint.pth -o out.pt|out.pt2 [--modal NAME]
-                            [--halo layerwise|deep] [--dtype float32|float64]
+                            [--halo layerwise|deep] [--dtype float32|float64] [--device cpu|cuda]
 
 The input is a SevenNet checkpoint file or a name SevenNet's own tools accept for the pretrained
 models its wheel ships (7net-0, 7net-0_22May2024, 7net-mf-0, 7net-l3i5); --modal picks the
 fidelity of a multi-fidelity model (SevenNet-MF-0: PBE or R2SCAN). The output is TorchScript
-(.pt) or an AOTInductor package (.pt2, compiled for this machine's CPU by export.save_aoti_model),
+(.pt) or an AOTInductor package (.pt2, compiled for --device by export.save_aoti_model),
 by its name, with the package's metadata (doc/Howto_nvalchemi_contract.rst): cutoff = the
 checkpoint's, species = its elements (every one it was trained on; pair_coeff maps LAMMPS types
 to them), units metal (eV, Angstrom), float32 by default as SevenNet runs (its weights are
@@ -28,9 +28,8 @@ How SevenNet is fitted to the contract:
     convolution but the first refreshes the ghost rows' features first, with
     torch.ops.nvalchemi.refresh_neighbors (the features SevenNet's e3gnn/parallel sends through
     LAMMPS' communication before layers 2 to 5). After its convolution a layer works on owned
-    rows only (nvalchemi_lammps.owned_rows), as in SevenNet's own ML-IAP mode. An AOTInductor
-    package updates the rows owned_rows.owned_count gives while the export traces the model
-    (every row: the same numbers, without the saving);
+    rows only (nvalchemi_lammps.owned_rows), as in SevenNet's own ML-IAP mode; so does an
+    AOTInductor package, the owned count a size of the compiled program (export.save_aoti_model);
   * halo mode deep: the model is left as it is and the ghost shell holds every layer's
     receptive field (cutoff x layers: 25 A for SevenNet-0, an expensive shell);
   * a rank with no atoms runs the model on zero rows, making the same exchange calls as every
@@ -236,12 +235,13 @@ def contract_model(model: torch.nn.Module, *, halo: str = "layerwise",
 
 
 def export(model: torch.nn.Module, output: str, *, halo: str = "layerwise",
-           dtype: torch.dtype = torch.float32) -> Dict:
+           dtype: torch.dtype = torch.float32, device: str = "cpu") -> Dict:
     """Write `model` (SevenNet's AtomGraphSequential, as `load` returns it; left as it is) to
-    `output` (.pt or .pt2); returns the metadata written."""
+    `output` (.pt, or .pt2 compiled for `device`, "cpu" or "cuda"); returns the metadata
+    written."""
     wrapper, metadata_args = contract_model(model, halo=halo, dtype=dtype)
     if output_format(output) == AOTINDUCTOR:
-        return save_aoti_model(wrapper, output, **metadata_args)
+        return save_aoti_model(wrapper, output, device=device, **metadata_args)
     from e3nn.util.jit import script
     return save_scripted_model(script(wrapper), output, **metadata_args)
 
@@ -252,18 +252,20 @@ def main(argv: Optional[List[str]] = None):
     parser.add_argument("model",
                         help="a SevenNet checkpoint (.pth) or pretrained name (7net-0, 7net-mf-0, ...)")
     parser.add_argument("-o", "--output", required=True,
-                        help="the file to write: .pt (TorchScript) or .pt2 (AOTInductor, compiled for this "
-                             "machine's CPU: minutes)")
+                        help="the file to write: .pt (TorchScript) or .pt2 (AOTInductor, compiled for "
+                             "--device: minutes)")
     parser.add_argument("--modal", default=None,
                         help="the fidelity of a multi-fidelity model (SevenNet-MF-0: PBE, R2SCAN)")
     parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                         help="float32: as SevenNet runs (its weights are float32); "
                              "float64: exact parity across ranks")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
     model = load(args.model, args.modal)
     metadata = export(model, args.output, halo=args.halo,
-                      dtype=torch.float64 if args.dtype == "float64" else torch.float32)
+                      dtype=torch.float64 if args.dtype == "float64" else torch.float32, device=args.device)
     print(f"sevenn_export: wrote {args.output}: cutoff {metadata['cutoff']}, "
           f"{len(metadata['species'])} species, units {metadata['units']}, {metadata['dtype']}, "
           f"{metadata['spec']}")
