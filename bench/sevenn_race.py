@@ -8,7 +8,7 @@ smallest cell), all float32 as SevenNet runs. Not part of make test.
     bench/sevenn_peer_build.sh build
     build/venv-sevenn/bin/python bench/sevenn_race.py --lmp build/lammps/lmp \\
         --peer-lmp build/sevenn-peer/build/lmp --out build/bench/sevenn_race [--cells 3 5 7] \\
-        [--grids 1x1x1 2x1x1 2x2x1 4x1x1] [--steps 2]
+        [--grids 1x1x1 2x1x1 2x2x1 4x1x1] [--steps 2] [--styles STYLE ...]
 
 Systems: rattled diamond Si, cells^3 x 8 atoms (216, 1000, 2744 by default: SevenNet-0 on the
 CPU takes 3 to 5 MB per atom on one rank, and the test machine has 24 GB), LAMMPS' default metal
@@ -170,6 +170,9 @@ def main():
     parser.add_argument("--cells", type=int, nargs="+", default=[3, 5, 7], help="diamond cells per side")
     parser.add_argument("--grids", nargs="+", default=["1x1x1", "2x1x1", "2x2x1", "4x1x1"])
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--styles", nargs="+", default=None,
+                        help="race only these styles (default: all; e3gnn, e3gnn/parallel, nvalchemi layerwise, "
+                             "nvalchemi compiled, nvalchemi deep)")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--memory-fraction", type=float, default=0.9,
                         help="the address space all ranks of a run may take, as a fraction of the machine's memory")
@@ -190,6 +193,7 @@ def main():
             plan += [(style, grid) for style in ("e3gnn/parallel", "nvalchemi layerwise", "nvalchemi compiled")
                      for grid in args.grids]
             plan += [("nvalchemi deep", "1x1x1")] if smallest else []
+            plan = [(style, grid) for style, grid in plan if args.styles is None or style in args.styles]
             for style, grid in plan:
                 lmp = args.peer_lmp if style.startswith("e3gnn") else args.lmp
                 result = {"style": style, **race_one(args, lmp, pairs[style], data, grid, atoms, reference, workdir)}
