@@ -63,7 +63,8 @@ def _import_mace():
         from e3nn.util import jit
     except ImportError as exc:
         raise SystemExit(f"mace_export: mace-torch is not installed ({exc}); "
-                         "pip install 'nvalchemi-lammps[mace]' or pip install mace-torch") from exc
+                         "from the USER-NVALCHEMI repository, pip install './python[mace]' (the mace-torch releases "
+                         "it supports), or pip install mace-torch") from exc
     require_release("mace_export", "mace-torch", mace.__version__, SUPPORTED_MACE,
                     "the layerwise export overrides a private method of its interaction blocks; "
                     "install a supported mace-torch or export with --halo deep after checking "

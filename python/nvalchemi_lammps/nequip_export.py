@@ -62,7 +62,8 @@ def _import_nequip():
         from nequip.nn.interaction_block import InteractionBlock
     except ImportError as exc:
         raise SystemExit(f"nequip_export: the nequip framework is not installed, or is a release without "
-                         f"the ghost-exchange hook ({exc}); pip install 'nvalchemi-lammps[nequip]'") from exc
+                         f"the ghost-exchange hook ({exc}); from the USER-NVALCHEMI repository, "
+                         "pip install './python[nequip]' (the nequip releases it supports)") from exc
     require_release("nequip_export", "nequip", nequip.__version__, SUPPORTED_NEQUIP,
                     "the layerwise export replaces a private module of its interaction blocks; "
                     "install a supported nequip")

@@ -68,7 +68,8 @@ def _import_sevenn():
         from sevenn.util import load_checkpoint
     except ImportError as exc:
         raise SystemExit(f"sevenn_export: sevenn is not installed ({exc}); "
-                         "pip install 'nvalchemi-lammps[sevenn]' or pip install sevenn") from exc
+                         "from the USER-NVALCHEMI repository, pip install './python[sevenn]' (the sevenn releases "
+                         "it supports), or pip install sevenn") from exc
     require_release("sevenn_export", "sevenn", sevenn.__version__, SUPPORTED_SEVENN,
                     "the export relies on the layout of SevenNet's model (its module names and data "
                     "keys); install a supported sevenn")
