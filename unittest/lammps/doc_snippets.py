@@ -7,7 +7,8 @@ outside "Syntax" sections; each paragraph (lines between blank lines) is one inp
 ranks after a small LJ-units system (as many atom types as its `pair_coeff * *` names; the
 package's LJ model when it sets no pair style) and before `run 2`, in a directory where
 `potentials/`, `examples/`, `models/` and `build-plugin/` are the repository's folders and the built
-plugin. The `.. code-block:: python` blocks run too, from the same directory. The JSON block of
+plugin's (which `build/nvalchemi/plugin/` names too, as after `make`). The `.. code-block:: python`
+blocks run too, from the same directory. The JSON block of
 doc/Howto_nvalchemi_spec.rst must be the effective spec LAMMPS prints for potentials/lj_ar.pt.
 The quick start page (RUN_IN_ORDER) is one workflow, in one directory, as a user would follow
 it: its Python and LAMMPS blocks saved as the files their first lines name, its bash blocks run
@@ -171,7 +172,12 @@ def main():
     with tempfile.TemporaryDirectory(prefix="nvalchemi-doc-") as workdir:
         for name in ("potentials", "examples", "models"):
             os.symlink(os.path.join(args.repo, name), os.path.join(workdir, name))
-        os.symlink(os.path.dirname(os.path.abspath(args.plugin)), os.path.join(workdir, "build-plugin"))
+        # the built plugin's folder where a plugin build of one's own (Build_nvalchemi) and where
+        # make (build/nvalchemi/plugin) put it
+        plugin_dir = os.path.dirname(os.path.abspath(args.plugin))
+        os.symlink(plugin_dir, os.path.join(workdir, "build-plugin"))
+        os.makedirs(os.path.join(workdir, "build", "nvalchemi"))
+        os.symlink(plugin_dir, os.path.join(workdir, "build", "nvalchemi", "plugin"))
         for source in sources:
             if os.path.basename(source) in RUN_IN_ORDER:
                 page_ran, page_failures = run_in_order(args, source, workdir)
@@ -193,7 +199,7 @@ def main():
                 for n, snippet in enumerate(paragraphs(text)):
                     rundir = os.path.join(workdir, f"{os.path.basename(source)}.{line}.{n}")
                     os.makedirs(rundir)
-                    for name in ("potentials", "examples", "models", "build-plugin"):
+                    for name in ("potentials", "examples", "models", "build-plugin", "build"):
                         os.symlink(os.path.join(workdir, name), os.path.join(rundir, name))
                     with open(os.path.join(rundir, "in.snippet"), "w") as f:
                         f.write(lammps_input(snippet))
