@@ -22,6 +22,8 @@
   run reports its static shapes;
 * examples/committee: model_devi.out has a row per thermo step with the thermo's max_devi_f,
   and candidates.xyz holds exactly the frames whose max_devi_f is above the threshold;
+* examples/npt: the run continued from the restart file prints the thermo of an uninterrupted
+  100-step run, the dumps are written every 25 steps and the box shrinks under the barostat;
 * examples/dd: validation every 50 steps passes, the thermo has the statistics the comment
   lists (timings included), the umbrella pulls the centre towards x = 6.9 and its energy enters
   pe (pe minus the same run without fix_modify energy equals f_dd);
@@ -242,9 +244,21 @@ def main():
         check("committee", f"candidates.xyz holds the frames with max_devi_f > 6 ({written})",
               0 < len(written) < len(t["Step"]) and written == above)
 
+        npt = Example(args, workdir, "npt")
+        continued = thermo(npt.run("npt"))
+        straight = thermo(npt.run("npt_straight", npt.source[:npt.source.index("run             50\nwrite_restart")]
+                                  + "run             100\n"))
+        rows = [list(straight["Step"]).index(step) for step in continued["Step"]]
+        check("npt", f"the run continued from restart.npt prints the uninterrupted run's thermo "
+              f"(steps {continued['Step']})",
+              len(rows) == 6 and all(close(continued[k], straight[k][rows]) for k in continued))
+        dumps = sorted(int(f.rsplit(".", 1)[1]) for f in glob.glob(os.path.join(npt.dir, "dump.npt.*")))
+        check("npt", f"dumps every 25 steps ({dumps})", dumps == [0, 25, 50, 75, 100])
+        check("npt", "the barostat shrinks the box", continued["Volume"][-1] < straight["Volume"][0])
+
         # the logs committed beside each example (log.<date>.<name>[.kk].g++.<ranks>) are of its
         # input as it is and print the effective spec this build prints
-        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd, committee):
+        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd, committee, npt):
             logs = sorted(glob.glob(os.path.join(args.repo, "examples", example.name, "log.*")))
             check(example.name, f"has committed logs ({len(logs)})", len(logs) > 0)
             for log in logs:
@@ -258,7 +272,7 @@ def main():
 
         # every example's input under the KOKKOS package (pair_style nvalchemi/kk), the same but for
         # its last run cut to KOKKOS_STEPS (the kokkos.* tests follow /kk over longer runs)
-        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd, committee):
+        for example in (lj, spec, mp, mace, longrange, ewald, pme, dftd3, gp, dd, committee, npt):
             runs = list(re.finditer(r"^run(\s+)\d+", example.source, re.MULTILINE))
             text = (example.source[:runs[-1].start()] + f"run{runs[-1].group(1)}{KOKKOS_STEPS}" +
                     example.source[runs[-1].end():])
