@@ -268,10 +268,15 @@ def frozen_copy(module: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
     """A deep copy of a framework's `module` cast to `dtype`, in eval mode, its parameters without
     gradients: what an exporter wraps and scripts, leaving the user's model as it is (and, for
     e3nn modules, casting a copy keeps their constants consistent, unlike casting in place)."""
-    copied = copy.deepcopy(module).to(dtype).eval()
-    for parameter in copied.parameters():
+    return frozen(copy.deepcopy(module).to(dtype))
+
+
+def frozen(module: torch.nn.Module) -> torch.nn.Module:
+    """`module` in eval mode, its parameters without gradients (the one an export traces)."""
+    module.eval()
+    for parameter in module.parameters():
         parameter.requires_grad_(False)
-    return copied
+    return module
 
 
 def centre_first_edges(neighbor_list: torch.Tensor,

@@ -43,7 +43,7 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import (frozen_copy, override_method, python_functions, require_release,
+from nvalchemi_lammps.export import (frozen, frozen_copy, override_method, python_functions, require_release,
                                      save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
@@ -206,12 +206,9 @@ def _traceable_copy(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Modu
     default = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
-        copied = prepare(extract_model)(frozen_copy(model, dtype)).eval()
+        return frozen(prepare(extract_model)(frozen_copy(model, dtype)))
     finally:
         torch.set_default_dtype(default)
-    for parameter in copied.parameters():
-        parameter.requires_grad_(False)
-    return copied
 
 
 def main(argv=None):

@@ -3,14 +3,13 @@ mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (python/nvalchemi_lammps/mace_export.py, installed with the nvalchemi-lammps package
 next to this Python): halo layerwise and deep, float64 and float32; the layerwise export
 updates owned rows only (owned_rows_only.py). With --packages, the AOTInductor packages (.pt2)
-of the same model instead (the layerwise one updating owned rows only too) (a test of its own, so that their compile time keeps no other test
-waiting), kept between runs (harness.kept_file) under a key of the model's parameters, the
-exporter's sources and the versions that compile them.
+of the same model instead, the layerwise one updating owned rows only too: a test of its own, so
+that their compile time keeps no other test waiting; kept between runs (harness.kept_file) under
+a key of the model's parameters, the exporter's sources and the versions that compile them.
 
     python unittest/export/mace_models.py [--packages] <output dir>
 """
 
-import glob
 import os
 import subprocess
 import sys
@@ -62,15 +61,12 @@ PACKAGES = (("layerwise", "float64"), ("deep", "float32"))
 
 def packages(outdir: str) -> None:
     """The AOTInductor packages of tiny.model (written by main), by nvalchemi-mace-export."""
-    import nvalchemi_lammps
-    from harness import content_key, kept_file
+    from harness import kept_file, package_key
     source = os.path.join(outdir, "tiny.model")
     export = os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export")
-    exporter_sources = sorted(glob.glob(os.path.join(os.path.dirname(nvalchemi_lammps.__file__), "*.py")))
     parameters = [value.numpy() for value in torch.load(source, weights_only=False).state_dict().values()]
     for halo, dtype in PACKAGES:
-        key = content_key(*parameters, *exporter_sources, torch.__version__, mace.__version__,
-                          torch.backends.cpu.get_cpu_capability(), halo, dtype)
+        key = package_key(*parameters, mace.__version__, halo, dtype)
         package = os.path.join(outdir, f"tiny_{halo}_{dtype}.pt2")
         kept_file(key, package, lambda path: subprocess.run([export, source, "-o", path, "--halo", halo,
                                                              "--dtype", dtype], check=True))

@@ -13,7 +13,6 @@ its own, so that the compile keeps no other test waiting).
     python unittest/export/nequip_models.py [--packages] <output dir>
 """
 
-import glob
 import os
 import subprocess
 import sys
@@ -72,16 +71,13 @@ PACKAGES = (("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegr
 def packages(outdir: str) -> None:
     """The AOTInductor packages of the models main saved."""
     import nequip
-    import nvalchemi_lammps
-    from harness import content_key, kept_file
+    from harness import kept_file, package_key
     from nequip.utils.global_state import set_global_state
     set_global_state()
-    exporter_sources = sorted(glob.glob(os.path.join(os.path.dirname(nvalchemi_lammps.__file__), "*.py")))
     for name, file, halo in PACKAGES:
         model = torch.load(os.path.join(outdir, f"{name}.model"), weights_only=False)
         parameters = [value.numpy() for value in model.state_dict().values()]
-        key = content_key(*parameters, *exporter_sources, torch.__version__, nequip.__version__,
-                          torch.backends.cpu.get_cpu_capability(), name, halo)
+        key = package_key(*parameters, nequip.__version__, name, halo)
         kept_file(key, os.path.join(outdir, file),
                   lambda path: nequip_export.export(model, path, units="metal", halo=halo))
     require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt2"))

@@ -18,7 +18,6 @@ versions that compile them (a test of its own, so that the compile keeps no othe
     python unittest/export/sevenn_models.py [--packages] <output dir>
 """
 
-import glob
 import os
 import shutil
 import subprocess
@@ -98,15 +97,11 @@ PACKAGES = (("sevenn0.pth", "sevenn0_layerwise_float32.pt2", ()),
 def packages(outdir: str) -> None:
     """The AOTInductor packages of the checkpoints main linked or trained."""
     import sevenn
-    import torch
-    import nvalchemi_lammps
-    from harness import content_key, kept_file
+    from harness import kept_file, package_key
     export = os.path.join(os.path.dirname(sys.executable), "nvalchemi-sevenn-export")
-    exporter_sources = sorted(glob.glob(os.path.join(os.path.dirname(nvalchemi_lammps.__file__), "*.py")))
     for checkpoint, file, args in PACKAGES:
         checkpoint = os.path.join(outdir, checkpoint)
-        key = content_key(checkpoint, *args, *exporter_sources, torch.__version__, sevenn.__version__,
-                          torch.backends.cpu.get_cpu_capability())
+        key = package_key(checkpoint, *args, sevenn.__version__)
         kept_file(key, os.path.join(outdir, file),
                   lambda path: subprocess.run([export, checkpoint, "-o", path, *args], check=True))
     require_owned_rows_only(os.path.join(outdir, "trained_layerwise_float64.pt2"))

@@ -114,6 +114,18 @@ def keep(path, write):
     os.replace(f.name, path)
 
 
+def package_key(*parts):
+    """content_key of `parts` (a model's parameters or checkpoint, export arguments, a framework's
+    version) and of what compiles an AOTInductor package from them: the nvalchemi_lammps
+    sources, torch's version and the CPU instruction set it compiles for. Imports torch and
+    nvalchemi_lammps: for the framework venvs' tests."""
+    import glob
+    import nvalchemi_lammps
+    import torch
+    sources = sorted(glob.glob(os.path.join(os.path.dirname(nvalchemi_lammps.__file__), "*.py")))
+    return content_key(*parts, *sources, torch.__version__, torch.backends.cpu.get_cpu_capability())
+
+
 def kept_file(key, path, make):
     """Write the file `path` by `make(path)`, or copy it from REFERENCE_CACHE where the same `key`
     (content_key of everything the file depends on) made it before; kept otherwise."""
