@@ -1,5 +1,5 @@
 """Every benchmark of bench/ in one run (`make bench`): JSON lines to <out>/results.jsonl and the
-tables of doc/Howto_nvalchemi_performance.rst to <out>/results.md.
+tables of doc/Howto_nvalchemi_benchmarks.rst to <out>/results.md.
 
     build/venv/bin/python bench/run.py --lmp build/lammps/lmp --models build/nvalchemi/potentials \\
         --out build/bench --kernels build/nvalchemi/plugin/nvalchemi_kernels.so

@@ -9,10 +9,14 @@
 # applied only where it is needed (detected, not assumed):
 #  - the CMake targets name libkokkosalgorithms.a and libkokkossimd.a, which are not shipped
 #    (empty archives stand in), and hard-code /usr/include/kokkos (made relative);
-#  - libkokkoscore asks a newer glibc and libstdc++ (GCC 16's) for three symbols than Debian 12
-#    has: a small compatibility library (tools/kokkos/compat.cpp) defines them, the symbols'
-#    versions and the version needs are removed, and patchelf makes the libraries load it. A missing
-#    symbol this script does not know stops it, naming the symbol.
+#  - libkokkoscore was built with GCC 16 against glibc 2.42 and asks Debian 12's runtime for three
+#    symbols it lacks (compat_symbols below): a small compatibility library (tools/kokkos/compat.cpp,
+#    libnvalchemi_kokkos_compat.so) defines them, patchelf (installed when a repair is needed)
+#    clears the symbols' versions and makes the libraries load it (DT_NEEDED, runpath $ORIGIN),
+#    and tools/kokkos/drop_version_needs.py removes the three version needs (a weak need would
+#    still be reported each time lmp starts). A missing symbol this script does not know stops
+#    it, naming the symbol. On Debian 13 and newer this repair does not apply.
+# The result is checked by loading the libraries.
 # Idempotent: a second run finds its stamp and returns.
 #
 # usage: tools/install-kokkos.sh <build-dir>    (prints nothing on success but what it did)
