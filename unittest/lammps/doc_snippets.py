@@ -13,6 +13,10 @@ doc/Howto_nvalchemi_spec.rst must be the effective spec LAMMPS prints for potent
 The quick start page (RUN_IN_ORDER) is one workflow, in one directory, as a user would follow
 it: its Python and LAMMPS blocks saved as the files their first lines name, its bash blocks run
 in order; the log it leaves must show the validation.
+
+First, before any run: the figures the pages quote from the committed example logs are what the
+logs say, and the versions table of doc/Build_nvalchemi.rst states the pins of tools/
+(doc_figures.py, which checks itself first: a wrong quote must fail).
 """
 
 import argparse
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 
+import doc_figures
 from harness import run_lammps
 
 SYSTEM = """units lj
@@ -167,8 +172,9 @@ def main():
     parser.add_argument("--repo", required=True)
     args = parser.parse_args()
 
+    failures = doc_figures.check(args.repo)
     sources = [os.path.join(args.repo, "README.md")] + sorted(glob.glob(os.path.join(args.repo, "doc", "*.rst")))
-    failures, ran, lj_spec = [], 0, None
+    ran, lj_spec = 0, None
     with tempfile.TemporaryDirectory(prefix="nvalchemi-doc-") as workdir:
         for name in ("potentials", "examples", "models"):
             os.symlink(os.path.join(args.repo, name), os.path.join(workdir, name))
