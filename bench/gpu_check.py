@@ -9,7 +9,9 @@
         there is none) on 1, 2 and 4 ranks (sharing the one GPU), and on this machine's CPU,
         each against the reference (1e-10 relative); the AOTInductor cases (.pt2 packages that
         gpu_check.sh compiles there for that device) against their TorchScript twin's
-        reference; then step times, cpu against the device, in the same run. A run that fails
+        reference; then step times, cpu against the device, in the same run, with the graph built
+        on the device and on the host (pair_style keyword graph), each with fix nvalchemi/dd's
+        phase times (which synchronize the device) from a short run after the timed one. A run that fails
         is recorded with its error and the check goes on; with --seconds, runs that would start
         later are recorded as not run. Writes results.json and results.md after every run.
 
@@ -32,7 +34,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unittest", "lammps"))
-from harness import melt_commands, relative_difference, seconds_per_step, snapshot_commands  # noqa: E402
+from harness import melt_commands, relative_difference, snapshot_commands, thermo_table  # noqa: E402
 
 TOLERANCE = 1e-10
 STEPS = (0, 20)
@@ -56,6 +58,12 @@ SYSTEMS = {
 # whose reference it is compared with (None: its own, made on the development machine)
 CASES = {
     "lj": ("ar", "lj_ar.pt", "", "", None),
+    # the package's own step: zero energies that depend on the edges (gpu_check.py reference
+    # writes the model)
+    "zero": ("ar", "zero_ar.pt", "", "", None),
+    # the graph built on the host and copied (on a GPU the default is graph device)
+    "lj_graph_host": ("ar", "lj_ar.pt", " graph host", "", "lj"),
+    "layerwise_graph_host": ("ar", "schnet_layerwise.pt", " graph host", "", "layerwise"),
     # the operator library's fused kernel (its CUDA kernel on a GPU), built on the checked machine
     "lj_fused": ("ar", "lj_ar_fused.pt", " library {kernels}", "", "lj"),
     # the exchange ops stage device rows through the host; validate runs the reference there too
@@ -83,7 +91,8 @@ fix nve all nve
 thermo 10
 {snapshots}"""
 
-TIMING_INPUT = """{system}pair_style nvalchemi {model} device {device}{threads}
+# the timed run (the second), then fix nvalchemi/dd's phase times of each step of a short run
+TIMING_INPUT = """{system}pair_style nvalchemi {model} device {device}{threads}{keywords}
 pair_coeff * * {elements}
 neighbor {neighbor} bin
 neigh_modify every 1 delay 0 check yes
@@ -92,13 +101,18 @@ fix nve all nve
 thermo {steps}
 run 5
 run {steps}
+fix dd all nvalchemi/dd
+thermo_style custom step f_dd[14] f_dd[15] f_dd[16] f_dd[17] f_dd[18] f_dd[10] f_dd[9]
+thermo 1
+run 5
 """
+PHASES = ("graph", "tensors", "forward", "backward", "tally", "exchange", "glue")
 
 
 class Timing(NamedTuple):
     """A timed system: `make` the lines that make it (None: the system's data file, replicated
     `replicate` times per side); with_cpu: also timed on the CPU (a .pt2 package is compiled for
-    the checked device only)."""
+    the checked device only); keywords: pair_style keywords."""
     name: str
     system: str
     make: Optional[str]
@@ -106,9 +120,16 @@ class Timing(NamedTuple):
     model: str
     steps: int
     with_cpu: bool
+    keywords: str = ""
 
 
-TIMINGS = (Timing("lj_16k", "ar", melt_commands(16, 1.5), 1, "lj_ar.pt", 100, True),
+# the package's own step (the zero model) and the LJ model with the graph built on the device and
+# on the host, 16k and 131k atoms; then models whose step is mostly the model's
+TIMINGS = tuple(Timing(f"{model}_{size}_graph_{where}", "ar", melt_commands(cells, 1.5), 1, f"{model}_ar.pt",
+                       steps, with_cpu and model == "lj", f" graph {where}")
+                for model in ("zero", "lj")
+                for size, cells, steps, with_cpu in (("16k", 16, 100, True), ("131k", 32, 50, False))
+                for where in ("device", "host")) + (
            Timing("mpnn_3layer_4k", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt", 20, True),
            Timing("mpnn_3layer_4k_aoti", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt2", 20, False),
            Timing("mace_3k", "ho", None, 4, "mace_ho_tiny.pt", 10, True))
@@ -175,6 +196,13 @@ def worst_difference(tested, reference):
     return worst
 
 
+def write_zero_model(path):
+    """The zero model (bench/run.py's ZeroEdges), for the LJ system."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from run import ZeroEdges, save_model
+    save_model(ZeroEdges(), path, cutoff=2.5, species=[18], units="lj", spec={"preset": "SPEC_LJ_HALO"})
+
+
 def gpu_device():
     try:
         import torch
@@ -184,7 +212,7 @@ def gpu_device():
 
 
 def time_step(args, workdir, datadir, timing, steps, device, threads):
-    """(seconds per step, atoms) of one timed system on `device`."""
+    """(seconds per step, atoms, {phase: mean seconds}) of one timed system on `device`."""
     settings = SYSTEMS[timing.system]
     make, r = timing.make, timing.replicate
     if make is None:
@@ -193,9 +221,12 @@ def time_step(args, workdir, datadir, timing, steps, device, threads):
     rundir = tempfile.mkdtemp(prefix=f"time.{timing.name}.{device}.", dir=workdir)
     output = run_lammps(args, 1, rundir, TIMING_INPUT.format(
         system=make, model=os.path.join(os.path.abspath(args.models), timing.model), device=device,
-        threads=f" threads {threads}" if threads else "", steps=steps, elements=settings["elements"],
-        neighbor=settings["neighbor"], timestep=settings["timestep"]), timeout=900)
-    return seconds_per_step(output), int(re.findall(r"Loop time of .* steps with (\d+) atoms", output)[-1])
+        threads=f" threads {threads}" if threads else "", keywords=timing.keywords, steps=steps,
+        elements=settings["elements"], neighbor=settings["neighbor"], timestep=settings["timestep"]), timeout=900)
+    seconds, timed_steps = re.findall(r"Loop time of ([\d.eE+-]+) on \d+ procs for (\d+) steps", output)[1]
+    phases = np.array(list(thermo_table(output.split("Loop time of")[-2]).values()))
+    return (float(seconds) / int(timed_steps), int(re.findall(r"Loop time of .* steps with (\d+) atoms", output)[-1]),
+            dict(zip(PHASES, phases[1:].mean(axis=0).tolist())))
 
 
 def write_results(results, out):
@@ -207,14 +238,16 @@ def write_results(results, out):
         for p in results["parity"]:
             worst = f"{p['worst_relative']:.3g}" if "worst_relative" in p else p["error"].splitlines()[0][:120]
             f.write(f"| {p['case']} | {p['device']} | {p['ranks']} | {worst} | {p['ok']} |\n")
-        f.write("\n| system | atoms | steps | cpu ms/step (threads) | device ms/step | cpu/device |\n"
-                "|---|---|---|---|---|---|\n")
+        f.write("\n| system | atoms | steps | cpu ms/step (threads) | device ms/step | device us/atom-step "
+                "| cpu/device | device phases, ms (" + ", ".join(PHASES) + ") |\n|---|---|---|---|---|---|---|---|\n")
         for t in results["timings"]:
             cpu, gpu = t.get("cpu_seconds_per_step"), t.get("device_seconds_per_step")
+            phases = t.get("device_phases", {})
             f.write(f"| {t['system']} | {t.get('atoms', '')} | {t['steps']} | "
                     + (f"{1e3 * cpu:.2f} ({t['cpu_threads']})" if cpu else t.get("error", "not run")[:80]) + " | "
-                    + (f"{1e3 * gpu:.2f}" if gpu else "") + " | "
-                    + (f"{cpu / gpu:.2f}x" if cpu and gpu else "") + " |\n")
+                    + (f"{1e3 * gpu:.2f} | {1e6 * gpu / t['atoms']:.3f}" if gpu else " | ") + " | "
+                    + (f"{cpu / gpu:.2f}x" if cpu and gpu else "") + " | "
+                    + " ".join(f"{1e3 * phases[p]:.2f}" for p in PHASES if p in phases) + " |\n")
 
 
 def check(args):
@@ -267,11 +300,10 @@ def check(args):
             steps = max(2, timing.steps // args.timing_divisor)
             entry = {"system": timing.name, "model": timing.model, "steps": steps, "cpu_threads": threads}
             try:
-                for run_device, key, n in (("cpu", "cpu_seconds_per_step", threads),
-                                           (device, "device_seconds_per_step", 0)):
+                for run_device, key, n in (("cpu", "cpu", threads), (device, "device", 0)):
                     if run_device and (timing.with_cpu or run_device == tested) and time_left():
-                        entry[key], entry["atoms"] = time_step(args, workdir, datadir, timing, steps,
-                                                               run_device, n)
+                        entry[f"{key}_seconds_per_step"], entry["atoms"], entry[f"{key}_phases"] = time_step(
+                            args, workdir, datadir, timing, steps, run_device, n)
             except RunFailed as e:
                 entry["error"] = str(e)
             results["timings"].append(entry)
@@ -295,6 +327,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=0, help="start no run after this many seconds (0: no limit)")
     args = parser.parse_args()
     if args.mode == "reference":
+        write_zero_model(os.path.join(args.models, "zero_ar.pt"))
         folder = os.path.dirname(os.path.abspath(args.out))
         make_systems(args, folder)
         with tempfile.TemporaryDirectory(prefix="nvalchemi-gpu-reference-") as workdir:

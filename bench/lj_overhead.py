@@ -7,7 +7,7 @@ step is the package's own cost: neighbor list, graph, tensors, tally.
     build/venv/bin/python bench/lj_overhead.py --lmp build/lammps/lmp \\
         --model build/nvalchemi/potentials/lj_ar.pt build/nvalchemi/potentials/lj_ar.pt2
 
-Prints one JSON object per (model, threads, atoms, ranks): time per step of each style (LAMMPS'
+Prints one JSON object per (model, threads, graph, atoms, ranks): time per step of each style (LAMMPS'
 "Loop time", the best of --repeat runs, taken in turns with lj/cut), their ratio, and the
 largest peak resident memory of a rank (LibTorch included). Figures are CPU timings of a shared
 machine: compare the ratios, not the absolute times.
@@ -35,9 +35,9 @@ PAIRS = {"lj/cut": "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0",
          "nvalchemi": "pair_style nvalchemi {model}{keywords}\npair_coeff * * Ar"}
 
 
-def measure(args, style, cells, ranks, workdir, model="", threads=0):
+def measure(args, style, cells, ranks, workdir, model="", threads=0, graph=""):
     rundir = tempfile.mkdtemp(dir=workdir)
-    keywords = (f" threads {threads}" if threads else "") + "".join(f" library {os.path.abspath(f)}" for f in args.library)
+    keywords = (f" threads {threads}" if threads else "") + (f" graph {graph}" if graph else "") + "".join(f" library {os.path.abspath(f)}" for f in args.library)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
         f.write(INPUT.format(system=melt_commands(cells, 3.0), steps=args.steps,
                              pair=PAIRS[style].format(model=os.path.abspath(model), keywords=keywords)))
@@ -68,6 +68,8 @@ def main():
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--threads", type=int, nargs="+", default=[0],
                         help="LibTorch threads per rank (pair_style keyword threads; 0: not given)")
+    parser.add_argument("--graph", nargs="+", default=[""], choices=("", "host", "device"),
+                        help="where each step's graph is built (pair_style keyword graph; '': not given)")
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--library", nargs="*", default=[],
                         help="operator libraries every nvalchemi run loads (a model calling fused kernels)")
@@ -76,18 +78,19 @@ def main():
     with tempfile.TemporaryDirectory(prefix="nvalchemi-bench-") as workdir:
         for cells in args.cells:
             for ranks in args.ranks:
-                runs = {("lj/cut", 0): lambda: measure(args, "lj/cut", cells, ranks, workdir)}
+                runs = {("lj/cut", 0, ""): lambda: measure(args, "lj/cut", cells, ranks, workdir)}
                 for model in args.model:
                     for threads in args.threads:
-                        runs[(model, threads)] = (lambda m=model, t=threads:
-                                                  measure(args, "nvalchemi", cells, ranks, workdir, m, t))
+                        for graph in args.graph:
+                            runs[(model, threads, graph)] = (lambda m=model, t=threads, g=graph:
+                                                             measure(args, "nvalchemi", cells, ranks, workdir, m, t, g))
                 best = best_of(args, runs)
-                ref, ref_mem = best[("lj/cut", 0)]
-                for (model, threads), (ml, ml_mem) in best.items():
+                ref, ref_mem = best[("lj/cut", 0, "")]
+                for (model, threads, graph), (ml, ml_mem) in best.items():
                     if model == "lj/cut":
                         continue
                     print(json.dumps({"benchmark": "lj_overhead", "model": os.path.basename(model),
-                                      "threads": threads, "atoms": 4 * cells ** 3, "ranks": ranks,
+                                      "threads": threads, "graph": graph or "default", "atoms": 4 * cells ** 3, "ranks": ranks,
                                       "steps": args.steps, "repeat": args.repeat,
                                       "lj_cut_s_per_step": ref, "nvalchemi_s_per_step": ml,
                                       "ratio_nvalchemi_over_lj_cut": ml / ref,

@@ -271,6 +271,8 @@ void FixNVAlchemiDD::init()
   h.models.clear();
   for (PairNVAlchemi *model : PairNVAlchemi::instances(force))
     if (model->drives_dynamics()) h.models.push_back(model);
+  // the phase times this fix reports hold the device's work
+  for (PairNVAlchemi *model : h.models) model->synchronize_phases(true);
   // the hook runs where the model does
   if (h.hook) h.hook->place_on(h.models.empty() ? NVAlchemi::Device() : h.models.front()->device());
   if (h.validation.every && h.models.size() != 1)

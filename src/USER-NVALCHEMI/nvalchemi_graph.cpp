@@ -19,8 +19,7 @@ namespace NVAlchemi {
                      h[0][2] * (h[1][0] * h[2][1] - h[1][1] * h[2][0]));
   }
 
-  void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
-                   std::vector<int> &atom_row)
+  void build_rows(const AtomsView &atoms, Graph &graph, std::vector<int> &atom_row)
   {
     if (atom_row.size() < static_cast<std::size_t>(atoms.nall)) atom_row.resize(atoms.nall);
     graph.padding_rows = graph.padding_edges = 0;
@@ -39,13 +38,41 @@ namespace NVAlchemi {
     graph.n_owned = static_cast<int>(graph.row_atom.size());
     add_rows(atoms.nlocal, atoms.nall);
     const std::size_t nrows = graph.row_atom.size();
-    graph.positions.resize(3 * nrows);
     graph.atomic_numbers.resize(nrows);
-    for (std::size_t r = 0; r < nrows; ++r) {
-      const int i = graph.row_atom[r];
-      for (int d = 0; d < 3; ++d) graph.positions[3 * r + d] = atoms.x[i][d];
-      graph.atomic_numbers[r] = atoms.atomic_number_of_type[atoms.type[i]];
+    for (std::size_t r = 0; r < nrows; ++r)
+      graph.atomic_numbers[r] = atoms.atomic_number_of_type[atoms.type[graph.row_atom[r]]];
+  }
+
+  void candidate_edges(const NeighborView &list, const std::vector<int> &atom_row, int n_owned,
+                       Buffer<int64_t> &candidates)
+  {
+    candidates.clear();
+    for (int ii = 0; ii < list.inum + list.gnum; ++ii) {
+      const int i = list.ilist[ii];
+      const int receiver = atom_row[i];
+      if (receiver < 0) continue;
+      const int *neighbors = list.firstneigh[i];
+      for (int jj = 0, n = list.numneigh[i]; jj < n; ++jj) {
+        const int sender = atom_row[neighbors[jj] & list.neighmask];
+        if (sender < 0) continue;
+        candidates.push_back(sender);
+        candidates.push_back(receiver);
+        if (list.half && sender < n_owned) {    // the reverse edge, when its receiver is owned
+          candidates.push_back(receiver);
+          candidates.push_back(sender);
+        }
+      }
     }
+  }
+
+  void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
+                   std::vector<int> &atom_row)
+  {
+    build_rows(atoms, graph, atom_row);
+    const std::size_t nrows = graph.row_atom.size();
+    graph.positions.resize(3 * nrows);
+    for (std::size_t r = 0; r < nrows; ++r)
+      for (int d = 0; d < 3; ++d) graph.positions[3 * r + d] = atoms.x[graph.row_atom[r]][d];
 
     // edges: every candidate pair is written, and kept (the count advanced) when both atoms
     // are rows and the pair is within the cutoff, without a branch on the distance

@@ -109,6 +109,15 @@ namespace NVAlchemi {
   // |det| of the lattice: the volume of the cell
   double cell_volume(const Cell &cell);
 
+  // The rows of build_graph: graph.row_atom, n_owned and atomic_numbers, and `atom_row` (resized
+  // to >= nall: the row of each LAMMPS atom, -1 if not a row); no positions, no edges.
+  void build_rows(const AtomsView &atoms, Graph &graph, std::vector<int> &atom_row);
+
+  // The edges build_graph would keep if every pair of the list were within the cutoff, in its
+  // order: (sender row, receiver row) pairs, [candidates][2], for rows `atom_row` of build_rows.
+  void candidate_edges(const NeighborView &list, const std::vector<int> &atom_row, int n_owned,
+                       Buffer<int64_t> &candidates);
+
   // Fills `graph` (keeping its capacity, so steady-state steps do not allocate).
   // `atom_row` is scratch of length >= nall: row of each LAMMPS atom, -1 if not a row.
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,

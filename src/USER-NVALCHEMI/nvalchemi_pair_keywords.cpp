@@ -62,6 +62,16 @@ namespace NVAlchemi {
           need(1);
           k.device = std::make_unique<Device>(parse_device(arg[iarg + 1]));
           iarg += 2;
+        } else if (keyword == "graph") {
+          need(1);
+          const std::string where = arg[iarg + 1];
+          if (where != "host" && where != "device")
+            lmp->error->all(FLERR, iarg + 2,
+                            "pair_style nvalchemi graph must be host (built on the CPU, copied to "
+                            "the model's device) or device (built on the model's device), not {}",
+                            where);
+          k.graph_on_device = std::make_unique<bool>(where == "device");
+          iarg += 2;
         } else if (keyword == "library") {
           need(1);
           k.libraries.emplace_back(arg[iarg + 1]);

@@ -24,6 +24,7 @@ namespace NVAlchemi {
   struct PairModel {
     std::string model_file;
     Device device;    // where this rank runs the model
+    bool graph_on_device = false;    // the graph built there (DeviceGraph), else on the host
     std::unique_ptr<ModelRunner> model;
     ModelMetadata metadata;
     MLIPSpec overrides;    // from pair_style keywords

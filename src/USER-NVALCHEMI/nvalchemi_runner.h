@@ -46,6 +46,11 @@ namespace NVAlchemi {
     // keyword jit_optimize). No effect on a format without a graph executor.
     virtual void set_graph_optimization(bool on) = 0;
 
+    // Whether a call waits for its device at the end of each phase (inputs made, forward,
+    // backward), so that ModelOutputs' phase times hold the device's work and not only its
+    // launch; off unless asked for (fix nvalchemi/dd reports the phases). No effect on the CPU.
+    virtual void set_synchronized_phases(bool on) = 0;
+
     // Throws std::invalid_argument, naming what to change, when this format cannot give the
     // energy share the spec asks for.
     virtual void check_share(const EnergyShare &share) const = 0;

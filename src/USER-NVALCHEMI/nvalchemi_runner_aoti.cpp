@@ -133,6 +133,7 @@ namespace NVAlchemi {
       void set_float64(bool float64) override
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
       void set_graph_optimization(bool) override {}    // a compiled program: nothing to optimize
+      void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
 
       void check_share(const EnergyShare &share) const override
       {
@@ -158,9 +159,11 @@ namespace NVAlchemi {
           std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           // the owned count as the size of a view (no copy) of the owned rows' atomic numbers
           if (owned_rows_as_size) inputs.back() = inputs[1].narrow(0, 0, graph.n_owned);
+          placement.phase_end();
           outputs.marshal_seconds = seconds_since(start);
           start = Clock::now();
           const std::vector<at::Tensor> result = loader->run(inputs);
+          placement.phase_end();
           outputs.forward_seconds = seconds_since(start);
           outputs.backward_seconds = 0.0;    // compiled into the program's run
           check_inputs_unchanged(in);

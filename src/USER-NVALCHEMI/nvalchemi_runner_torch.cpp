@@ -70,6 +70,11 @@ namespace NVAlchemi {
     return view.to(where, real_valued ? real : type);    // the view itself where it fits
   }
 
+  void Placement::phase_end() const
+  {
+    if (synchronized_phases && where.is_cuda()) torch::cuda::synchronize(where.index());
+  }
+
   torch::Tensor Placement::small(const torch::Tensor &host) const
   { return where.is_cpu() ? host : host.to(where); }
 

@@ -36,6 +36,10 @@ namespace NVAlchemi {
     explicit Placement(const Device &device = {});
     const torch::Device &device() const { return where; }
     torch::Dtype real = torch::kFloat64;    // the dtype real-valued inputs are given in
+    // phase_end() waits for the device (ModelRunner::set_synchronized_phases)
+    bool synchronized_phases = false;
+    // The end of a timed phase: with synchronized_phases, the device's work queued so far done.
+    void phase_end() const;
 
     // `shape` values of `type` at `data` (real-valued ones converted to `real`). `slot` names
     // the pinned buffer that stages it on a GPU: one per input made in the same call.

@@ -90,6 +90,7 @@ namespace NVAlchemi {
       void set_float64(bool float64) override
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
       void set_graph_optimization(bool on) override { graph_optimization = on; }
+      void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
       void check_share(const EnergyShare &) const override {}
 
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
@@ -102,6 +103,7 @@ namespace NVAlchemi {
           c10::Dict<std::string, torch::Tensor> inputs;
           for (int k = 0; k < ContractInputs::COUNT; ++k)
             inputs.insert(ContractInputs::NAMES[k], in.tensors[k]);
+          placement.phase_end();
           outputs.marshal_seconds = seconds_since(start);
 
           start = Clock::now();
@@ -110,6 +112,7 @@ namespace NVAlchemi {
           // op as written (the setting is LibTorch's; restored after this call)
           torch::jit::GraphOptimizerEnabledGuard optimizer(graph_optimization);
           const c10::IValue result = module.forward({inputs});
+          placement.phase_end();
           outputs.forward_seconds = seconds_since(start);
           if (!result.isGenericDict())
             throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
@@ -135,6 +138,7 @@ namespace NVAlchemi {
             gradient = torch::autograd::grad({total}, {in.edge_vectors()}, {},
                                              /*retain_graph=*/false, /*create_graph=*/false,
                                              /*allow_unused=*/true)[0];
+          placement.phase_end();
           outputs.backward_seconds = seconds_since(start);
           check_inputs_unchanged(in);
 

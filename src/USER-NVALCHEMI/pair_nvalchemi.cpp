@@ -35,9 +35,11 @@
 #include "nvalchemi_model_metadata.h"
 #include "nvalchemi_pair_model.h"
 #include "nvalchemi_runner.h"
+#include "nvalchemi_runner_graph.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -63,6 +65,12 @@ struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   std::vector<int> atomic_number_of_type;    // [ntypes+1], 0 for NULL types
   NVAlchemi::Graph graph;
   std::vector<int> atom_row;
+  // graph device: the builder, and the neighbor list it last took (the run's init, LAMMPS'
+  // count of list builds since, and the list's and atoms' sizes)
+  std::unique_ptr<NVAlchemi::DeviceGraph> device_graph;
+  bigint inits = 0;
+  std::array<bigint, 5> list_taken{};
+  bool synchronized_phases = false;    // synchronize_phases()
   int64_t row_capacity = 0, edge_capacity = 0;    // static shapes: padded sizes so far
   std::vector<double> row_forces;                 // [rows][3] scratch
   std::unique_ptr<NVAlchemi::PairAtomComm> atom_comm;    // per-atom arrays, for the exchange ops
@@ -166,6 +174,7 @@ std::vector<PairNVAlchemi *> PairNVAlchemi::instances(Force *force)
 void PairNVAlchemi::settings(int narg, char **arg)
 {
   NVAlchemi::setup_pair_model(lmp, narg, arg, *state);
+  state->device_graph.reset();    // made for the device of this pair_style at its first step
   apply_model();
 
   // a re-issued pair_style may bring a model with other species: require a new pair_coeff
@@ -216,6 +225,11 @@ void PairNVAlchemi::apply_model()
                    "{}, species:{}\neffective spec:\n{}\n",
                    BUILD_ROUTE, s.model_file, s.model->format(), meta.contract_version, meta.units,
                    meta.dtype, meta.cutoff, species, spec.to_json(2));
+    if (s.graph_on_device)
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: graph device: each step's graph is built on {}, where "
+                     "the model runs\n",
+                     s.device.is_gpu() ? "the GPU" : "the CPU with LibTorch's operators");
   }
 }
 
@@ -261,6 +275,8 @@ void PairNVAlchemi::coeff(int narg, char **arg)
 
 void PairNVAlchemi::init_style()
 {
+  ++state->inits;    // LAMMPS' count of neighbor list builds starts again
+  synchronize_phases(false);    // until a fix nvalchemi/dd asks, in its init after this
   if (force->newton_pair == 0)
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi requires newton pair on: ghost-atom forces are sent to "
@@ -446,7 +462,27 @@ void PairNVAlchemi::build_rank_graph(NVAlchemi::Graph &graph)
                                           list->ilist,      list->numneigh,
                                           list->firstneigh, NEIGHMASK,
                                           !ghostneigh};
-  NVAlchemi::build_graph(atoms, neighbors, cutoff, graph, s.atom_row);
+  if (!s.graph_on_device) {
+    NVAlchemi::build_graph(atoms, neighbors, cutoff, graph, s.atom_row);
+    return;
+  }
+  // the list is new when LAMMPS built it since the builder last took one (a new run's init
+  // restarts LAMMPS' count of builds)
+  const std::array<bigint, 5> list_now{s.inits, neighbor->ncalls, atoms.nlocal, atoms.nall,
+                                       neighbors.inum + neighbors.gnum};
+  const bool list_is_new = list_now != s.list_taken;
+  s.list_taken = list_now;
+  if (!s.device_graph) {
+    s.device_graph = std::make_unique<NVAlchemi::DeviceGraph>(s.device);
+    s.device_graph->set_synchronized_phases(s.synchronized_phases);
+  }
+  try {
+    s.device_graph->build(atoms, neighbors, cutoff, list_is_new, graph, s.atom_row);
+  } catch (std::exception &e) {
+    error->one(FLERR, Error::NOLASTLINE,
+               "pair_style nvalchemi: building the graph on {} failed on step {}: {}",
+               s.device.str(), update->ntimestep, e.what());
+  }
 }
 
 /* ----------------------------------------------------------------------
@@ -494,7 +530,42 @@ void PairNVAlchemi::pad_to_capacity(NVAlchemi::Graph &graph)
 }
 
 void PairNVAlchemi::pad_graph(NVAlchemi::Graph &graph, int64_t rows, int64_t edges)
-{ NVAlchemi::pad_graph(graph, rows, edges, cutoff); }
+{
+  State &s = *state;
+  if (graph.resident.set && s.device_graph)
+    s.device_graph->pad(graph, rows, edges, cutoff);
+  else
+    NVAlchemi::pad_graph(graph, rows, edges, cutoff);
+}
+
+/* ----------------------------------------------------------------------
+   graph device: the graph's values on the host for host code (halo mode
+   gp's graph, messages naming atoms); after the model call the gradients
+   reduced on the device to row forces and the virial, and copied to the
+   host when host code needs them or one is not finite (the check names it)
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::graph_to_host(NVAlchemi::Graph &graph)
+{
+  State &s = *state;
+  if (graph.resident.set && s.device_graph) s.device_graph->to_host(graph);
+}
+
+void PairNVAlchemi::step_to_host(NVAlchemi::Graph &graph, NVAlchemi::ModelOutputs &outputs,
+                                 bool needed)
+{
+  State &s = *state;
+  if (!graph.resident.set || !s.device_graph) return;
+  const NVAlchemi::SharedValues &resident = outputs.resident_edge_gradients;
+  if (!resident.empty()) {
+    s.device_graph->reduce_gradients(graph, resident);
+    needed = needed || s.device_graph->non_finite_gradients() > 0;
+  }
+  if (!needed) return;
+  s.device_graph->to_host(graph);
+  if (!resident.empty() && outputs.edge_gradients.empty())
+    s.device_graph->gradients_to_host(resident, outputs.edge_gradients);
+}
 
 /* ----------------------------------------------------------------------
    global energy: this rank's share (LAMMPS sums the ranks); per-atom
@@ -563,6 +634,19 @@ void PairNVAlchemi::tally_forces()
 void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph,
                                     const NVAlchemi::ModelOutputs &outputs, double *virial)
 {
+  State &s = *state;
+  if (s.device_graph && !outputs.resident_edge_gradients.empty()) {
+    // reduced on the device (step_to_host): forces of the rows, the virial
+    NVAlchemi::DeviceGraph &dg = *s.device_graph;
+    dg.reduce_gradients(graph, outputs.resident_edge_gradients);
+    const double *forces = dg.row_forces();
+    double **f = atom->f;
+    for (int64_t r = 0, n = graph.num_rows(); r < n; ++r)
+      for (int d = 0; d < 3; ++d) f[graph.row_atom[r]][d] += forces[3 * r + d];
+    if (virial)
+      for (int v = 0; v < 6; ++v) virial[v] += dg.virial()[v];
+    return;
+  }
   const double *g = outputs.host_edge_gradients();
   NVAlchemi::add_edge_forces(graph, g, atom->f);
   if (virial) NVAlchemi::add_edge_virial(graph, g, virial);
@@ -572,6 +656,17 @@ std::unique_ptr<NVAlchemi::MeasuredExchanger>
 PairNVAlchemi::make_row_exchange(const NVAlchemi::Graph &rank_graph, NVAlchemi::AtomComm &atoms,
                                  bool complete)
 { return std::make_unique<NVAlchemi::RowExchange>(rank_graph, atoms, complete); }
+
+void PairNVAlchemi::synchronize_phases(bool on)
+{
+  State &s = *state;
+  s.synchronized_phases = on;
+  if (s.model) s.model->set_synchronized_phases(on);
+  if (s.device_graph) s.device_graph->set_synchronized_phases(on);
+}
+
+bool PairNVAlchemi::virial_from_edges() const
+{ return state->graph_on_device; }
 
 bool PairNVAlchemi::differentiates_energy() const
 { return state->share.differentiate; }
@@ -680,6 +775,7 @@ double PairNVAlchemi::memory_usage()
 {
   const State &s = *state;
   double bytes = Pair::memory_usage() + s.graph.memory_bytes() +
+      (s.device_graph ? s.device_graph->memory_bytes() : 0.0) +
       static_cast<double>(s.atom_row.capacity()) * sizeof(int);
   if (s.outputs.edge_gradients.get())
     bytes += static_cast<double>(3 * s.graph.num_edges()) * sizeof(double);

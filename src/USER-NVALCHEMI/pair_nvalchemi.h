@@ -84,6 +84,10 @@ class PairNVAlchemi : public Pair {
     bigint edges = 0;
   };
   const StepSummary &last_step() const { return summary; }
+  // Whether the step waits for the device at the end of each phase, so that last_step()'s
+  // phase times hold the device's work (fix nvalchemi/dd, which reports them, asks at each
+  // init; init_style clears it). No effect on the CPU.
+  void synchronize_phases(bool on);
   // element of each atom type (0: NULL), [ntypes+1]; empty before pair_coeff
   const std::vector<int> &atomic_number_of_type() const;
   // the device this rank runs the model on (fix nvalchemi/dd runs its hook there too)
@@ -109,23 +113,24 @@ class PairNVAlchemi : public Pair {
   virtual void add_edge_forces(const NVAlchemi::Graph &, const NVAlchemi::ModelOutputs &,
                                double *virial);
   // the global virial of framework forces from the edges (pair_modify nofdotr implied), where
-  // the variant keeps the forces F dot r would read off the host
-  virtual bool virial_from_edges() const { return false; }
+  // the graph is kept off the host (graph device, the Kokkos variant)
+  virtual bool virial_from_edges() const;
   // the exchange ops' rows of `rank_graph` through `atoms`, this rank's per-atom communication
   // (halo modes local, layerwise, deep; `owned_rows_complete` as NVAlchemi::RowExchange takes
   // it): rows in host memory here
   virtual std::unique_ptr<NVAlchemi::MeasuredExchanger>
   make_row_exchange(const NVAlchemi::Graph &rank_graph, NVAlchemi::AtomComm &atoms,
                     bool owned_rows_complete);
-  // A variant that keeps the rank graph and the edge gradients on its device (a resident graph)
-  // copies them to the host here: the graph's buffers before the model call (graph_to_host);
-  // after it, the graph and the outputs' edge_gradients (step_to_host) when `needed` by host
-  // code or when an edge gradient is not finite (the check names it). Idempotent within a step;
-  // the plain style's are on the host.
-  virtual void graph_to_host(NVAlchemi::Graph &) {}
+  // A rank graph kept with the edge gradients on the model's device (a resident graph: graph
+  // device, NVAlchemi::DeviceGraph, or the Kokkos variant's) is copied to the host here: the
+  // graph's buffers before the model call (graph_to_host); after it, the graph and the outputs'
+  // edge_gradients (step_to_host) when `needed` by host code or when an edge gradient is not
+  // finite (the check names it). Idempotent within a step; nothing to do for a graph built on
+  // the host.
+  virtual void graph_to_host(NVAlchemi::Graph &);
   // `graph` padded to `rows` and `edges` (NVAlchemi::pad_graph), where it lives
   virtual void pad_graph(NVAlchemi::Graph &graph, int64_t rows, int64_t edges);
-  virtual void step_to_host(NVAlchemi::Graph &, NVAlchemi::ModelOutputs &, bool /*needed*/) {}
+  virtual void step_to_host(NVAlchemi::Graph &, NVAlchemi::ModelOutputs &, bool needed);
   bool differentiates_energy() const;
   double evaluate_model(bool host_outputs);
   void apply_model();

@@ -1,10 +1,12 @@
 // Unit tests: building the model's graph from LAMMPS-style arrays.
 
 #include "nvalchemi_graph.h"
+#include "nvalchemi_runner_graph.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -202,4 +204,136 @@ TEST(Graph, HalfListGivesBothEdgesOfOwnedPairsAndOneOfGhostPairs)
   // 0-1 and 1-2 are owned pairs (both edges), 2-3 has the ghost 3 (only the edge into 2)
   EXPECT_EQ(graph.edges, (Buffer<int64_t>{1, 0, 0, 1, 2, 1, 1, 2, 3, 2}));
   EXPECT_EQ(graph.edge_vectors, (Buffer<double>{-1, 0, 0, 1, 0, 0, -1, 0, 0, 1, 0, 0, -1, 0, 0}));
+}
+
+namespace {
+// A rank's atoms (owned first, then ghosts; type 2 NULL) and a neighbor list of every pair within
+// cutoff + skin, full (owned and ghost list atoms) or half (owned atoms, each owned pair once).
+struct ListedAtoms {
+  static constexpr int NLOCAL = 24, NALL = 40;
+  double coords[NALL][3];
+  double *x[NALL];
+  int type[NALL];
+  int z_of_type[3] = {0, 14, 0};
+  std::vector<int> ilist;
+  std::vector<std::vector<int>> neighbors;
+  std::vector<int> numneigh;
+  std::vector<int *> firstneigh;
+
+  ListedAtoms(double reach, bool half, bool ghost_lists)
+  {
+    unsigned state = 12345;
+    const auto uniform = [&] {
+      state = state * 1103515245u + 12345u;
+      return static_cast<double>((state >> 8) & 0xFFFF) / 65536.0;
+    };
+    for (int i = 0; i < NALL; ++i) {
+      x[i] = coords[i];
+      for (double &c : coords[i]) c = 6.0 * uniform();
+      type[i] = i % 7 == 3 ? 2 : 1;
+    }
+    const int nlist = ghost_lists ? NALL : NLOCAL;
+    neighbors.resize(nlist);
+    for (int i = 0; i < nlist; ++i) {
+      ilist.push_back(i);
+      for (int j = half ? i + 1 : 0; j < NALL; ++j) {
+        double rsq = 0.0;
+        for (int d = 0; d < 3; ++d) rsq += (coords[i][d] - coords[j][d]) * (coords[i][d] - coords[j][d]);
+        if (j != i && rsq < reach * reach) neighbors[i].push_back(j);
+      }
+    }
+    for (auto &n : neighbors) {
+      numneigh.push_back(static_cast<int>(n.size()));
+      firstneigh.push_back(n.data());
+    }
+  }
+  AtomsView atoms() const { return {x, type, z_of_type, NLOCAL, NALL}; }
+  NeighborView list(bool half) const
+  {
+    return {static_cast<int>(NLOCAL), static_cast<int>(ilist.size()) - NLOCAL, ilist.data(),
+            numneigh.data(), const_cast<int *const *>(firstneigh.data()), 0x1FFFFFFF, half};
+  }
+};
+
+void expect_same_graph(const Graph &device, const Graph &host)
+{
+  EXPECT_EQ(device.n_owned, host.n_owned);
+  EXPECT_EQ(device.row_atom, host.row_atom);
+  EXPECT_EQ(device.positions, host.positions);
+  EXPECT_EQ(device.atomic_numbers, host.atomic_numbers);
+  EXPECT_EQ(device.edges, host.edges);
+  EXPECT_EQ(device.edge_vectors, host.edge_vectors);
+  EXPECT_EQ(device.padding_rows, host.padding_rows);
+  EXPECT_EQ(device.padding_edges, host.padding_edges);
+}
+}    // namespace
+
+TEST(DeviceGraph, OnTheCpuDeviceItIsTheHostBuildersGraphAlongATrajectory)
+{
+  constexpr double cutoff = 2.0, skin = 0.6;
+  for (const bool half : {false, true}) {
+    ListedAtoms fx(cutoff + skin, half, !half);
+    DeviceGraph builder{Device{}};
+    Graph device, host;
+    std::vector<int> device_rows, host_rows;
+    // the list is new at step 0; then atoms move within the skin, the list stays
+    for (int step = 0; step < 3; ++step) {
+      if (step > 0)
+        for (auto &c : fx.coords) c[step % 3] += 0.1 * (step % 2 ? 1 : -1);
+      builder.build(fx.atoms(), fx.list(half), cutoff, step == 0, device, device_rows);
+      build_graph(fx.atoms(), fx.list(half), cutoff, host, host_rows);
+      ASSERT_TRUE(device.resident.set);
+      EXPECT_EQ(device.num_rows(), host.num_rows());
+      EXPECT_EQ(device.num_edges(), host.num_edges());
+      builder.to_host(device);
+      expect_same_graph(device, host);
+    }
+    EXPECT_GT(host.num_edges(), 20);
+
+    // padded as pad_graph pads
+    builder.pad(device, host.num_rows() + 5, host.num_edges() + 7, cutoff);
+    pad_graph(host, host.num_rows() + 5, host.num_edges() + 7, cutoff);
+    builder.to_host(device);
+    expect_same_graph(device, host);
+
+    // gradients of the real edges: the row forces and virial of the host's edge_forces
+    std::vector<double> g(3 * host.num_edges());
+    for (size_t k = 0; k < g.size(); ++k) g[k] = std::sin(0.7 * k) - 0.2;
+    builder.reduce_gradients(device, {std::shared_ptr<const double>(g.data(), [](const double *) {}),
+                                      static_cast<int64_t>(g.size())});
+    std::vector<double> forces;
+    edge_forces(host, g.data(), forces);
+    double virial[6] = {0, 0, 0, 0, 0, 0};
+    add_edge_virial(host, g.data(), virial);
+    for (int64_t k = 0; k < 3 * host.num_rows(); ++k)
+      EXPECT_NEAR(builder.row_forces()[k], forces[k], 1e-13) << k;
+    for (int v = 0; v < 6; ++v) EXPECT_NEAR(builder.virial()[v], virial[v], 1e-12) << v;
+    EXPECT_EQ(builder.non_finite_gradients(), 0);
+  }
+}
+
+TEST(DeviceGraph, CountsNonFiniteGradientsAndWorksOnAnEmptyRank)
+{
+  ListedAtoms fx(2.6, false, true);
+  DeviceGraph builder{Device{}};
+  Graph graph;
+  std::vector<int> rows;
+  builder.build(fx.atoms(), fx.list(false), 2.0, true, graph, rows);
+  std::vector<double> g(3 * graph.num_edges(), 1.0);
+  g[4] = std::nan("");
+  g[7] = INFINITY;
+  builder.reduce_gradients(graph, {std::shared_ptr<const double>(g.data(), [](const double *) {}),
+                                   static_cast<int64_t>(g.size())});
+  EXPECT_EQ(builder.non_finite_gradients(), 2);
+
+  AtomsView empty{fx.x, fx.type, fx.z_of_type, 0, 0};
+  NeighborView none{0, 0, fx.ilist.data(), fx.numneigh.data(), fx.firstneigh.data(), 0x1FFFFFFF};
+  builder.build(empty, none, 2.0, true, graph, rows);
+  EXPECT_EQ(graph.num_rows(), 0);
+  EXPECT_EQ(graph.num_edges(), 0);
+  builder.reduce_gradients(graph, {});
+  EXPECT_EQ(builder.non_finite_gradients(), 0);
+  builder.pad(graph, 16, 16, 2.0);
+  builder.to_host(graph);
+  EXPECT_EQ(graph.atomic_numbers, Buffer<int64_t>(16, 0));
 }

@@ -1,4 +1,7 @@
-"""pair_style nvalchemi/kk (KOKKOS package, OpenMP backend) against pair_style nvalchemi.
+"""The variants that keep the rank graph where the model runs against pair_style nvalchemi's
+host-built graph: pair_style nvalchemi/kk (KOKKOS package, OpenMP backend), and pair_style
+nvalchemi ... graph device (--graph-device: the graph built with LibTorch's operators, here on the
+CPU device).
 
 One case = a model (--kind: the LJ model, or the SchNet-style model in halo mode layerwise or
 deep) with the pair style's --keywords (halo gp, static_shapes yes), a rank count with its
@@ -7,6 +10,10 @@ the plain style on 1 rank; the same input then runs on --np ranks under `-k on t
 unchanged), or with the variant --style names in the input (/kk/host, /kk/device). After
 run 0 and after --steps NVE steps, energy, the global virial, every atom's position and force,
 per-atom energies and per-atom virials must agree to --tol relative.
+
+With --graph-device the tested run is the plain style with `graph device` on --np ranks and the
+reference the plain style with `graph host` on the same ranks and grid (the same graph, only the
+forces summed in another order).
 """
 
 import argparse
@@ -39,11 +46,11 @@ QUANTITIES = {"positions": slice(1, 4), "forces": slice(4, 7), "atomic_energies"
               "atomic_virials": slice(8, 14)}
 
 
-def run(args, workdir, label, nranks, grid, tiled, threads, data):
+def run(args, workdir, label, nranks, grid, tiled, threads, data, graph=""):
     comm, balance = decomposition(grid, tiled)
     # the Kokkos run takes the variant from the suffix switch, or names it (--style)
     style = args.style if threads else ""
-    pair = (f"pair_style nvalchemi{style} {getattr(args, f'{args.kind}_model')} {args.keywords}\n"
+    pair = (f"pair_style nvalchemi{style} {getattr(args, f'{args.kind}_model')} {args.keywords}{graph}\n"
             "pair_coeff * * Ar Ar")
     text = input_head(f"read_data {data}", pair, comm=comm, balance=balance) + OBSERVE
     steps = [0, args.steps] if args.steps else [0]
@@ -71,16 +78,26 @@ def main():
     parser.add_argument("--style", choices=("/kk", "/kk/host", "/kk/device"), default="",
                         help="name this variant in the Kokkos run's input (default: nvalchemi, made /kk by -sf kk)")
     parser.add_argument("--keywords", default="", help="pair_style keywords of both runs")
+    parser.add_argument("--graph-device", action="store_true",
+                        help="test pair_style nvalchemi ... graph device against graph host on --np ranks")
     parser.add_argument("--tol", type=float, default=1e-10)
     args = parser.parse_args()
 
     check = Checks(60)
     with tempfile.TemporaryDirectory(prefix="nvalchemi-kk-") as workdir:
         data = make_system(args.lmp, args.mpirun, args.box, args.system, workdir)
-        plain, _ = run(args, workdir, "plain.np1", 1, (1, 1, 1), False, 0, data)
-        label = f"kk.np{args.np}.t{args.threads}"
-        kk, log = run(args, workdir, label, args.np, args.grid, args.tiled, args.threads, data)
-        if not ran_nvalchemi_kk(log):
+        if args.graph_device:
+            plain, _ = run(args, workdir, f"host.np{args.np}", args.np, args.grid, args.tiled, 0, data,
+                           " graph host")
+            kk, log = run(args, workdir, f"device.np{args.np}", args.np, args.grid, args.tiled, 0, data,
+                          " graph device")
+        else:
+            plain, _ = run(args, workdir, "plain.np1", 1, (1, 1, 1), False, 0, data)
+            label = f"kk.np{args.np}.t{args.threads}"
+            kk, log = run(args, workdir, label, args.np, args.grid, args.tiled, args.threads, data)
+        if args.graph_device and "graph device:" not in log:
+            check.failures.append("the graph device run did not say it builds the graph on the device")
+        if not args.graph_device and not ran_nvalchemi_kk(log):
             check.failures.append("the -sf kk run did not use pair_style nvalchemi/kk (no such neighbor list)")
         for step in plain:
             (a, ga), (b, gb) = plain[step], kk[step]
@@ -89,9 +106,10 @@ def main():
             for name, columns in QUANTITIES.items():
                 check(f"step {step}: {name}", relative_difference(b[:, columns], a[:, columns]), args.tol)
 
-    print("PARITY " + json.dumps({"test": "kokkos", "kind": args.kind, "np": args.np, "grid": args.grid,
+    print("PARITY " + json.dumps({"test": "graph_device" if args.graph_device else "kokkos", "kind": args.kind, "np": args.np, "grid": args.grid,
                                   "tiled": args.tiled, "box": args.box, "system": args.system,
-                                  "threads": args.threads, "style": args.style or "-sf kk",
+                                  "threads": args.threads,
+                                  "style": "graph device" if args.graph_device else args.style or "-sf kk",
                                   "keywords": args.keywords,
                                   "max_relative_difference": check.worst}))
     check.exit_on_failure()
