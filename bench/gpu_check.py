@@ -64,6 +64,9 @@ CASES = {
     # the graph built on the host and copied (on a GPU the default is graph device)
     "lj_graph_host": ("ar", "lj_ar.pt", " graph host", "", "lj"),
     "layerwise_graph_host": ("ar", "schnet_layerwise.pt", " graph host", "", "layerwise"),
+    # calls captured as CUDA graphs and replayed (models without exchange calls; GPU only)
+    "lj_cuda_graph": ("ar", "lj_ar.pt", " static_shapes yes cuda_graph yes", "", "lj"),
+    "deep_cuda_graph": ("ar", "schnet_deep.pt", " static_shapes yes cuda_graph yes", "", "deep"),
     # the operator library's fused kernel (its CUDA kernel on a GPU), built on the checked machine
     "lj_fused": ("ar", "lj_ar_fused.pt", " library {kernels}", "", "lj"),
     # the exchange ops stage device rows through the host; validate runs the reference there too
@@ -130,6 +133,10 @@ TIMINGS = tuple(Timing(f"{model}_{size}_graph_{where}", "ar", melt_commands(cell
                 for model in ("zero", "lj")
                 for size, cells, steps, with_cpu in (("16k", 16, 100, True), ("131k", 32, 50, False))
                 for where in ("device", "host")) + (
+           Timing("zero_16k_cuda_graph", "ar", melt_commands(16, 1.5), 1, "zero_ar.pt", 100, False,
+                  " static_shapes yes cuda_graph yes"),
+           Timing("lj_16k_cuda_graph", "ar", melt_commands(16, 1.5), 1, "lj_ar.pt", 100, False,
+                  " static_shapes yes cuda_graph yes"),
            Timing("mpnn_3layer_4k", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt", 20, True),
            Timing("mpnn_3layer_4k_aoti", "ar", melt_commands(10, 1.5), 1, "schnet_layerwise.pt2", 20, False),
            Timing("mace_3k", "ho", None, 4, "mace_ho_tiny.pt", 10, True))
@@ -172,11 +179,14 @@ def parity_run(args, workdir, datadir, case, device, nranks):
     if not os.path.exists(model_path):
         raise RunFailed(f"no model {model_path}")
     rundir = tempfile.mkdtemp(prefix=f"{case}.{device}.np{nranks}.", dir=workdir)
-    run_lammps(args, nranks, rundir, PARITY_INPUT.format(
+    output = run_lammps(args, nranks, rundir, PARITY_INPUT.format(
         data=data_file(datadir, system), model=model_path, keywords=keywords.format(kernels=args.kernels),
         device=device, extra=extra, units=settings["units"], elements=settings["elements"],
         neighbor=settings["neighbor"], timestep=settings["timestep"],
         snapshots=snapshot_commands(STEPS, "id fx fy fz", GLOBALS)))
+    if "cuda_graph yes" in keywords and "captured as a CUDA graph" not in output:
+        raise RunFailed("cuda_graph yes captured nothing: "
+                        + " ".join(line for line in output.splitlines() if "cuda_graph" in line)[:500])
     return {str(step): {"globals": np.loadtxt(os.path.join(rundir, f"step{step}.global"), ndmin=1).tolist(),
                         "forces": np.loadtxt(os.path.join(rundir, f"step{step}.dump"), skiprows=9, ndmin=2).tolist()}
             for step in STEPS}
@@ -279,6 +289,8 @@ def check(args):
                     continue
                 if model.endswith(".pt2") and run_device != tested:
                     continue  # compiled for the tested device; the suite checks .pt2 on the CPU
+                if "cuda_graph" in CASES[case][2] and run_device != "cuda":
+                    continue  # a GPU's
                 entry = {"case": case, "device": run_device, "ranks": nranks, "ok": False}
                 if not time_left():
                     entry["error"] = "not run: out of time"
@@ -301,6 +313,8 @@ def check(args):
             entry = {"system": timing.name, "model": timing.model, "steps": steps, "cpu_threads": threads}
             try:
                 for run_device, key, n in (("cpu", "cpu", threads), (device, "device", 0)):
+                    if "cuda_graph" in timing.keywords and run_device != "cuda":
+                        continue
                     if run_device and (timing.with_cpu or run_device == tested) and time_left():
                         entry[f"{key}_seconds_per_step"], entry["atoms"], entry[f"{key}_phases"] = time_step(
                             args, workdir, datadir, timing, steps, run_device, n)

@@ -72,6 +72,10 @@ namespace NVAlchemi {
                             where);
           k.graph_on_device = std::make_unique<bool>(where == "device");
           iarg += 2;
+        } else if (keyword == "cuda_graph") {
+          need(1);
+          k.cuda_graph = utils::logical(FLERR, arg[iarg + 1], false, lmp) == 1;
+          iarg += 2;
         } else if (keyword == "library") {
           need(1);
           k.libraries.emplace_back(arg[iarg + 1]);

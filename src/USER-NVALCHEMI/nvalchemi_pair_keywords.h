@@ -27,11 +27,13 @@ namespace NVAlchemi {
     // where the graph is built: on the model's device (true) or the host; null: not asked
     // (the device on a GPU, the host on the CPU)
     std::unique_ptr<bool> graph_on_device;
+    bool cuda_graph = false;    // the model's calls captured as CUDA graphs and replayed
   };
 
   // pair_style nvalchemi <model> [spec <preset>] [halo <mode>] [forces model|node_energy|
   // global_energy] [static_shapes yes|no] [threads N] [jit_optimize yes|no] [drive yes|no]
-  // [device cpu|cuda|cuda:N] [graph host|device] [library <file.so>] [output <name> <kind> <reduce>] ...: the
+  // [device cpu|cuda|cuda:N] [graph host|device]
+  // [cuda_graph yes|no] [library <file.so>] [output <name> <kind> <reduce>] ...: the
   // keywords after the model file; an unknown or invalid one is an error pointing at it.
   PairKeywords parse_pair_keywords(LAMMPS *lmp, int narg, char **arg);
 

@@ -17,6 +17,7 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -32,6 +33,15 @@ namespace NVAlchemi {
     load_op_libraries(lmp, keywords.libraries);    // before the model: it may call their ops
     load_pair_model(lmp, arg[0], m);
     m.model->set_graph_optimization(keywords.jit_optimize);
+    m.cuda_graph = keywords.cuda_graph;
+    if (m.cuda_graph && (!m.device.is_gpu() || !*m.spec.compile.static_shapes ||
+                         std::string(m.model->format()) != "TorchScript"))
+      lmp->error->all(FLERR, Error::NOLASTLINE,
+                      "pair_style nvalchemi cuda_graph yes captures a TorchScript model's calls "
+                      "on a GPU at fixed shapes: it needs a .pt model, device cuda and "
+                      "static_shapes yes (model {}: {}, device {}, static_shapes {})",
+                      m.model_file, m.model->format(), m.device.str(),
+                      *m.spec.compile.static_shapes ? "yes" : "no");
   }
 
   void load_pair_model(LAMMPS *lmp, const char *file, PairModel &m)

@@ -25,6 +25,7 @@ namespace NVAlchemi {
     std::string model_file;
     Device device;    // where this rank runs the model
     bool graph_on_device = false;    // the graph built there (DeviceGraph), else on the host
+    bool cuda_graph = false;    // the model's calls captured as CUDA graphs (cuda_graph yes)
     std::unique_ptr<ModelRunner> model;
     ModelMetadata metadata;
     MLIPSpec overrides;    // from pair_style keywords

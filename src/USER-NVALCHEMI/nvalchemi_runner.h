@@ -51,6 +51,15 @@ namespace NVAlchemi {
     // launch; off unless asked for (fix nvalchemi/dd reports the phases). No effect on the CPU.
     virtual void set_synchronized_phases(bool on) = 0;
 
+    // Whether the next calls run as a CUDA graph: captured once per set of input shapes (static
+    // shapes on a GPU), replayed after (pair_style keyword cuda_graph, allowed once an evaluation
+    // made no exchange calls on any rank). A capture that fails is not tried again and the call
+    // runs uncaptured; cuda_graph_problem() then says why.
+    virtual void set_cuda_graph(bool on) = 0;
+    // captures so far; why capturing stopped ("" while it works)
+    virtual int cuda_graph_captures() const = 0;
+    virtual const std::string &cuda_graph_problem() const = 0;
+
     // Throws std::invalid_argument, naming what to change, when this format cannot give the
     // energy share the spec asks for.
     virtual void check_share(const EnergyShare &share) const = 0;

@@ -134,6 +134,10 @@ namespace NVAlchemi {
       { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
       void set_graph_optimization(bool) override {}    // a compiled program: nothing to optimize
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
+      // a compiled program is not captured (pair_style nvalchemi refuses cuda_graph for it)
+      void set_cuda_graph(bool) override {}
+      int cuda_graph_captures() const override { return 0; }
+      const std::string &cuda_graph_problem() const override { return no_problem; }
 
       void check_share(const EnergyShare &share) const override
       {
@@ -194,6 +198,7 @@ namespace NVAlchemi {
       }
 
      private:
+      const std::string no_problem;
       std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
       std::string metadata, energy_output;
       bool owned_rows_as_size = false;

@@ -4,6 +4,7 @@
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_runner.h"
+#include "nvalchemi_runner_cuda_graph.h"
 #include "nvalchemi_runner_torch.h"
 
 #include "nvalchemi_model_metadata.h"
@@ -93,6 +94,10 @@ namespace NVAlchemi {
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
       void check_share(const EnergyShare &) const override {}
 
+      void set_cuda_graph(bool on) override { cuda_graph = on && problem.empty(); }
+      int cuda_graph_captures() const override { return captured.captures(); }
+      const std::string &cuda_graph_problem() const override { return problem; }
+
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
                     Exchanger *exchanger, ModelOutputs &outputs) override
       {
@@ -100,80 +105,131 @@ namespace NVAlchemi {
         rethrow_torch_errors([&] {
           auto start = Clock::now();
           ContractInputs in = contract_inputs(graph, cell, placement, share.differentiate);
-          c10::Dict<std::string, torch::Tensor> inputs;
-          for (int k = 0; k < ContractInputs::COUNT; ++k)
-            inputs.insert(ContractInputs::NAMES[k], in.tensors[k]);
           placement.phase_end();
           outputs.marshal_seconds = seconds_since(start);
 
-          start = Clock::now();
           // the graph's shapes change from step to step (rows, edges), which the optimizing
           // executor answers by profiling and specializing again; off, the model runs op by
           // op as written (the setting is LibTorch's; restored after this call)
           torch::jit::GraphOptimizerEnabledGuard optimizer(graph_optimization);
-          const c10::IValue result = module.forward({inputs});
-          placement.phase_end();
-          outputs.forward_seconds = seconds_since(start);
-          if (!result.isGenericDict())
-            throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
-          const auto dict = result.toGenericDict();
-          for (const auto &item : dict)
-            placement.check_output(item.key().toStringRef(), item.value().toTensor());
-
-          if (!dict.contains(share.key))
-            throw std::runtime_error("the model's output has no '" + share.key +
-                                     "' entry, the energy its spec names");
-          auto energy = real_rows(dict.at(share.key).toTensor(), graph);
-          if (share.owned_rows) {
-            if (energy.dim() == 0 || energy.size(0) != graph.num_rows())
-              throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
-                                       std::to_string(graph.tensor_rows()) + ")");
-            energy = energy.narrow(0, 0, graph.n_owned);
+          std::vector<torch::Tensor> result;
+          if (cuda_graph) {
+            start = Clock::now();
+            try {
+              result = captured.run({in.tensors, in.tensors + ContractInputs::COUNT},
+                                    [&](const std::vector<torch::Tensor> &inputs) {
+                                      return call(inputs, graph, share, true, nullptr);
+                                    });
+            } catch (const std::runtime_error &e) {
+              problem = e.what();
+              cuda_graph = false;
+            }
+            placement.phase_end();
+            outputs.forward_seconds = seconds_since(start);    // forward and backward
+            outputs.backward_seconds = 0.0;
           }
-          const auto total = energy.sum() * share.weight;
-
-          torch::Tensor gradient;
-          start = Clock::now();
-          if (share.differentiate && total.requires_grad())
-            gradient = torch::autograd::grad({total}, {in.edge_vectors()}, {},
-                                             /*retain_graph=*/false, /*create_graph=*/false,
-                                             /*allow_unused=*/true)[0];
-          placement.phase_end();
-          outputs.backward_seconds = seconds_since(start);
+          if (!cuda_graph)
+            result = call({in.tensors, in.tensors + ContractInputs::COUNT}, graph, share, false,
+                          &outputs);
           check_inputs_unchanged(in);
 
           // back to the host together: the energy share, the real edges' gradient (unless it
           // stays on the device), the outputs
           start = Clock::now();
-          std::vector<torch::Tensor> results{total};
+          const torch::Tensor &gradient = result[1];
+          std::vector<torch::Tensor> results{result[0]};
           const auto real_edges = gradient.defined() ? gradient.narrow(0, 0, graph.num_edges())
                                                      : gradient;
           const bool host_gradient =
               !keep_resident_gradients(graph, real_edges, outputs) &&
               gradient.defined();
           if (host_gradient) results.push_back(real_edges);
-          for (const auto &item : dict)
-            results.push_back(real_rows(item.value().toTensor(), graph));
+          for (size_t k = 2; k < result.size(); ++k) results.push_back(real_rows(result[k], graph));
           const auto host = placement.to_host(results);
           outputs.energy_share = host[0].item<double>();
           outputs.edge_gradients = host_gradient ? shared_values(host[1]) : SharedValues{};
           // the same outputs as last step (the usual case) are overwritten in place
-          bool same_keys = outputs.tensors.size() == dict.size();
-          for (const auto &item : dict)
-            same_keys = same_keys && outputs.tensors.count(item.key().toStringRef()) == 1;
+          bool same_keys = outputs.tensors.size() == output_keys.size();
+          for (const auto &key : output_keys)
+            same_keys = same_keys && outputs.tensors.count(key) == 1;
           if (!same_keys) outputs.tensors.clear();
           size_t k = host_gradient ? 2 : 1;
-          for (const auto &item : dict)
-            copy_output(host[k++], outputs.tensors[item.key().toStringRef()]);
+          for (const auto &key : output_keys) copy_output(host[k++], outputs.tensors[key]);
           outputs.marshal_seconds += seconds_since(start);
         });
       }
 
      private:
+      // The model's forward on the contract's inputs, then the energy share it returns and its
+      // gradient with respect to the edge vectors: [share, gradient (undefined: none), the
+      // outputs in output_keys' order]. `masked`: the share of the owned rows is summed by a
+      // mask of the rows below the n_owned input, over the padded rows, so that a CUDA graph
+      // captured once holds it for any n_owned; else by the graph's counts. `timed`: phase times
+      // go there.
+      std::vector<torch::Tensor> call(const std::vector<torch::Tensor> &in, const Graph &graph,
+                                      const EnergyShare &share, bool masked, ModelOutputs *timed)
+      {
+        c10::Dict<std::string, torch::Tensor> inputs;
+        for (int k = 0; k < ContractInputs::COUNT; ++k)
+          inputs.insert(ContractInputs::NAMES[k], in[k]);
+        auto start = Clock::now();
+        const c10::IValue result = module.forward({inputs});
+        if (timed) {
+          placement.phase_end();
+          timed->forward_seconds = seconds_since(start);
+        }
+        if (!result.isGenericDict())
+          throw std::runtime_error("the model's forward() must return a Dict[str, Tensor]");
+        const auto dict = result.toGenericDict();
+        for (const auto &item : dict)
+          placement.check_output(item.key().toStringRef(), item.value().toTensor());
+
+        if (!dict.contains(share.key))
+          throw std::runtime_error("the model's output has no '" + share.key +
+                                   "' entry, the energy its spec names");
+        auto energy = dict.at(share.key).toTensor();
+        if (!masked) energy = real_rows(energy, graph);
+        if (share.owned_rows) {
+          const int64_t rows = masked ? graph.tensor_rows() : graph.num_rows();
+          if (energy.dim() == 0 || energy.size(0) != rows)
+            throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
+                                     std::to_string(graph.tensor_rows()) + ")");
+          if (masked) {
+            const auto owned = torch::arange(rows, in[6].options()) < in[6];
+            energy = energy.reshape({rows, -1}) * owned.to(energy.dtype()).unsqueeze(1);
+          } else {
+            energy = energy.narrow(0, 0, graph.n_owned);
+          }
+        }
+        const auto total = energy.sum() * share.weight;
+
+        torch::Tensor gradient;
+        start = Clock::now();
+        if (share.differentiate && total.requires_grad())
+          gradient = torch::autograd::grad({total}, {in[3]}, {},
+                                           /*retain_graph=*/false, /*create_graph=*/false,
+                                           /*allow_unused=*/true)[0];
+        if (timed) {
+          placement.phase_end();
+          timed->backward_seconds = seconds_since(start);
+        }
+        std::vector<torch::Tensor> out{total, gradient};
+        output_keys.clear();
+        for (const auto &item : dict) {
+          output_keys.push_back(item.key().toStringRef());
+          out.push_back(item.value().toTensor());
+        }
+        return out;
+      }
+
       torch::jit::Module module;
       std::string metadata;
       Placement placement;
       bool graph_optimization = false;
+      std::vector<std::string> output_keys;    // the model's outputs, in the order of call()'s
+      bool cuda_graph = false;
+      CapturedCall captured;
+      std::string problem;    // why a capture failed
     };
   }    // namespace
 

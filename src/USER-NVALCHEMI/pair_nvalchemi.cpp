@@ -71,6 +71,7 @@ struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   bigint inits = 0;
   std::array<bigint, 5> list_taken{};
   bool synchronized_phases = false;    // synchronize_phases()
+  bool cuda_graph_problem_reported = false;
   int64_t row_capacity = 0, edge_capacity = 0;    // static shapes: padded sizes so far
   std::vector<double> row_forces;                 // [rows][3] scratch
   std::unique_ptr<NVAlchemi::PairAtomComm> atom_comm;    // per-atom arrays, for the exchange ops
@@ -417,15 +418,20 @@ double PairNVAlchemi::evaluate_model(bool host_outputs)
   exchange.refreshes = 0;
   exchange.start_evaluation();
   const double model_start = platform::walltime();
+  const int captures = s.model->cuda_graph_captures();
   try {
     s.model->evaluate(model_graph, NVAlchemi::box_cell(domain), s.share, &exchange, s.outputs);
     exchange.agree(NVAlchemi::ExchangeCall::RETURNED, 0);
+    // cuda_graph yes: the calls are captured once the ranks agree that one made no exchange call
+    // (a replay makes none either: the host's communication is not in the graph)
+    if (s.cuda_graph) s.model->set_cuda_graph(exchange.point().calls == 0);
   } catch (std::exception &e) {
     if (!exchange.mismatched())
       error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} failed on step {}: {}",
                  s.model_file, update->ntimestep, e.what());
   }
   NVAlchemi::check_exchange_calls(lmp, s, *s.halo, comm_forward, s.narrow_comm_reported);
+  if (s.cuda_graph) report_cuda_graph(captures, model_graph);
   // the consolidation reads rows of this rank's atoms
   s.halo->to_rank_rows(s.spec, s.graph, s.outputs);
   const double model_seconds = platform::walltime() - model_start;
@@ -663,6 +669,27 @@ void PairNVAlchemi::synchronize_phases(bool on)
   s.synchronized_phases = on;
   if (s.model) s.model->set_synchronized_phases(on);
   if (s.device_graph) s.device_graph->set_synchronized_phases(on);
+}
+
+/* ----------------------------------------------------------------------
+   cuda_graph yes: each capture in rank 0's log; a capture that failed (then
+   the calls run uncaptured) in a warning of the rank, once
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::report_cuda_graph(int captures_before, const NVAlchemi::Graph &model_graph)
+{
+  State &s = *state;
+  if (s.model->cuda_graph_captures() > captures_before && comm->me == 0)
+    utils::logmesg(lmp,
+                   "pair_style nvalchemi: the model's call captured as a CUDA graph on step {} "
+                   "({} rows, {} edges), replayed while the shapes stay\n",
+                   update->ntimestep, model_graph.tensor_rows(), model_graph.tensor_edges());
+  if (!s.model->cuda_graph_problem().empty() && !s.cuda_graph_problem_reported) {
+    s.cuda_graph_problem_reported = true;
+    error->warning(FLERR, "pair_style nvalchemi cuda_graph on rank {}: {}; its calls run "
+                   "uncaptured from step {}", comm->me, s.model->cuda_graph_problem(),
+                   update->ntimestep);
+  }
 }
 
 bool PairNVAlchemi::virial_from_edges() const

@@ -139,6 +139,7 @@ class PairNVAlchemi : public Pair {
   void pad_to_capacity(NVAlchemi::Graph &);
   void tally_energy();
   void tally_forces();
+  void report_cuda_graph(int captures_before, const NVAlchemi::Graph &model_graph);
 };
 
 }    // namespace LAMMPS_NS

@@ -388,6 +388,13 @@ def cases(lj_model, models):
         ("model writing into its input", dict(ok, model=models["writes_into_input"]),
          r"failed on step 0: the model changed its input 'neighbor_list' in place; inputs are the "
          r"package's buffers, read-only to the model"),
+        ("CUDA graph on the CPU", dict(ok, keywords=" cuda_graph yes"),
+         r"pair_style nvalchemi cuda_graph yes captures a TorchScript model's calls on a GPU at fixed "
+         r"shapes: it needs a \.pt model, device cuda and static_shapes yes \(model .*: TorchScript, "
+         r"device cpu, static_shapes no\)"),
+        ("graph built nowhere", dict(ok, keywords=" graph gpu"),
+         r"pair_style nvalchemi graph must be host \(built on the CPU, copied to the model's device\) or "
+         r"device \(built on the model's device\), not gpu"),
         ("no LibTorch threads", dict(ok, keywords=" threads 0"),
          r"pair_style nvalchemi threads must be at least 1 \(LibTorch threads per rank\)"),
         ("static_shapes not a yes/no", dict(ok, keywords=" static_shapes maybe"),
