@@ -234,10 +234,7 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
 
   // the host buffers take the sizes (their values come with graph_to_host)
   graph.n_owned = n_owned;
-  graph.padding_rows = graph.padding_edges = 0;
   graph.row_atom.resize(nrows);
-  graph.positions.resize(3 * size_t(nrows));
-  graph.atomic_numbers.resize(nrows);
   const auto row_atom = dg.row_atom.fill(nrows);
   const auto positions = dg.positions.fill(3 * size_t(nrows));
   const auto atomic_numbers = dg.atomic_numbers.fill(nrows);
@@ -313,8 +310,7 @@ void PairNVAlchemiKokkos<DeviceType>::build_rank_graph(NVAlchemi::Graph &graph)
       },
       nedges);
 
-  graph.edges.resize(2 * size_t(nedges));
-  graph.edge_vectors.resize(3 * size_t(nedges));
+  NVAlchemi::size_resident_buffers(graph, nedges, nrows, nedges);
   const auto edges = dg.edges.fill(2 * size_t(nedges));
   const auto edge_vectors = dg.edge_vectors.fill(3 * size_t(nedges));
   Kokkos::parallel_for(
@@ -347,14 +343,7 @@ void PairNVAlchemiKokkos<DeviceType>::pad_graph(NVAlchemi::Graph &graph, int64_t
   using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
   DeviceGraph &dg = *device_graph;
   const int64_t nrows = graph.num_rows(), nedges = graph.num_edges();
-  graph.padding_rows = rows - nrows;
-  graph.padding_edges = edges - nedges;
-  // the host buffers take the sizes (the sizes of the tensors; their values come with
-  // graph_to_host)
-  graph.positions.resize(3 * rows);
-  graph.atomic_numbers.resize(rows);
-  graph.edges.resize(2 * edges);
-  graph.edge_vectors.resize(3 * edges);
+  NVAlchemi::size_resident_buffers(graph, nedges, rows, edges);
   const auto positions = dg.positions.extend(3 * rows);
   const auto atomic_numbers = dg.atomic_numbers.extend(rows);
   const auto edge_rows = dg.edges.extend(2 * edges);

@@ -136,6 +136,16 @@ namespace NVAlchemi {
     }
   }
 
+  void size_resident_buffers(Graph &graph, int64_t real_edges, int64_t rows, int64_t edges)
+  {
+    graph.padding_rows = rows - graph.num_rows();
+    graph.padding_edges = edges - real_edges;
+    graph.positions.resize(3 * rows);
+    graph.atomic_numbers.resize(rows);
+    graph.edges.resize(2 * edges);
+    graph.edge_vectors.resize(3 * edges);
+  }
+
   int64_t grown_capacity(int64_t capacity, int64_t need, double growth, bool strict)
   {
     if (strict ? need < capacity : need <= capacity) return capacity;

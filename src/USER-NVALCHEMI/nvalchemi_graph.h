@@ -123,6 +123,11 @@ namespace NVAlchemi {
   void build_graph(const AtomsView &atoms, const NeighborView &list, double cutoff, Graph &graph,
                    std::vector<int> &atom_row);
 
+  // A resident graph's host buffers sized as the arrays its builder keeps, `rows` rows and
+  // `edges` edges of which `real_edges` are real (the real rows: row_atom), without their values
+  // (the builder copies them when host code asks); padding_rows and padding_edges the rest.
+  void size_resident_buffers(Graph &graph, int64_t real_edges, int64_t rows, int64_t edges);
+
   // Static shapes: pads `graph` to `row_capacity` rows (> num_rows(): the last one is the dead
   // row that dead edges loop on) and `edge_capacity` edges (>= num_edges()).
   void pad_graph(Graph &graph, int64_t row_capacity, int64_t edge_capacity, double cutoff);

@@ -64,8 +64,6 @@ namespace NVAlchemi {
             t.sent(graph.atomic_numbers.data(), nrows, 1, torch::kInt64).view({nrows});
         t.candidates = t.sent(candidates.data(), static_cast<int64_t>(candidates.size() / 2), 2,
                               torch::kInt64);
-      } else {
-        graph.padding_rows = graph.padding_edges = 0;
       }
       const int64_t nrows = graph.num_rows();
 
@@ -84,13 +82,8 @@ namespace NVAlchemi {
       t.edges = t.candidates.index_select(0, kept);
       t.edge_vectors = r.index_select(0, kept);
 
-      // the host buffers take the sizes (their values come with to_host)
-      graph.resident = {};
       const int64_t nedges = t.edges.size(0);
-      graph.positions.resize(3 * nrows);
-      graph.atomic_numbers.resize(nrows);
-      graph.edges.resize(2 * nedges);
-      graph.edge_vectors.resize(3 * nedges);
+      size_resident_buffers(graph, nedges, nrows, nedges);
       graph.resident = t.resident();
       t.placement.phase_end();
     });
@@ -112,12 +105,7 @@ namespace NVAlchemi {
       t.edge_vectors = torch::cat({t.edge_vectors, dead_vectors});
       t.placement.phase_end();
     });
-    graph.padding_rows = rows - nrows;
-    graph.padding_edges = edges - nedges;
-    graph.positions.resize(3 * rows);
-    graph.atomic_numbers.resize(rows);
-    graph.edges.resize(2 * edges);
-    graph.edge_vectors.resize(3 * edges);
+    size_resident_buffers(graph, nedges, rows, edges);
     graph.resident = t.resident();
   }
 
