@@ -45,6 +45,9 @@ def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
         "units": units,
         "dtype": "float64" if dtype == torch.float64 else "float32",
         "spec": spec if spec is not None else {"preset": "SPEC_LJ_HALO"},
+        # the PyTorch that wrote the model: pair_style nvalchemi warns when LAMMPS runs another
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda or "",
     }
 
 
@@ -238,6 +241,18 @@ def save_aoti_model(
 
 
 # ---- what the framework exporters (mace_export, nequip_export, sevenn_export) share ------------------------
+
+def missing_framework(tool: str, what: str, extra: str, exc: ImportError) -> SystemExit:
+    """The exit of a framework exporter run by a python without its framework (`what`: "mace-torch
+    is not installed"): how to install it, and, from the repository's build/venv (the package's
+    tools without the frameworks), the framework's own venv that `make test` made."""
+    message = (f"{tool}: {what} ({exc}); from the USER-NVALCHEMI repository, pip install "
+               f"'./python[{extra}]' (the releases it supports)")
+    own = os.path.join(os.path.dirname(sys.prefix), f"venv-{extra}", "bin", f"nvalchemi-{extra}-export")
+    if os.path.basename(sys.prefix) == "venv" and os.path.exists(own):
+        message += f", or run {own}: build/venv has the package's tools without the frameworks"
+    return SystemExit(message)
+
 
 def require_release(tool: str, package: str, version: str, supported, why: str) -> None:
     """Stop (SystemExit) unless `version` of `package` lies in `supported` = (lowest, highest)

@@ -43,8 +43,8 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import (frozen, frozen_copy, override_method, python_functions, require_release,
-                                     save_aoti_model, save_scripted_model, species_index)
+from nvalchemi_lammps.export import (frozen, frozen_copy, missing_framework, override_method, python_functions,
+                                     require_release, save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import at_least_one, owned_count, per_row, with_ghost_rows
@@ -62,9 +62,7 @@ def _import_mace():
         from e3nn import o3
         from e3nn.util import jit
     except ImportError as exc:
-        raise SystemExit(f"mace_export: mace-torch is not installed ({exc}); "
-                         "from the USER-NVALCHEMI repository, pip install './python[mace]' (the mace-torch releases "
-                         "it supports), or pip install mace-torch") from exc
+        raise missing_framework("mace_export", "mace-torch is not installed", "mace", exc) from exc
     require_release("mace_export", "mace-torch", mace.__version__, SUPPORTED_MACE,
                     "the layerwise export overrides a private method of its interaction blocks; "
                     "install a supported mace-torch or export with --halo deep after checking "

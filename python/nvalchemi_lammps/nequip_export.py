@@ -43,8 +43,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    atomic_number, centre_first_edges, frozen_copy, override_method, require_release, save_aoti_model,
-    save_scripted_model, species_index)
+    atomic_number, centre_first_edges, frozen_copy, missing_framework, override_method, require_release,
+    save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
@@ -61,9 +61,8 @@ def _import_nequip():
         from nequip.nn._ghost_exchange_base import NoOpGhostExchangeModule  # noqa: F401  (the hook)
         from nequip.nn.interaction_block import InteractionBlock
     except ImportError as exc:
-        raise SystemExit(f"nequip_export: the nequip framework is not installed, or is a release without "
-                         f"the ghost-exchange hook ({exc}); from the USER-NVALCHEMI repository, "
-                         "pip install './python[nequip]' (the nequip releases it supports)") from exc
+        raise missing_framework("nequip_export", "the nequip framework is not installed, or is a release "
+                                "without the ghost-exchange hook", "nequip", exc) from exc
     require_release("nequip_export", "nequip", nequip.__version__, SUPPORTED_NEQUIP,
                     "the layerwise export replaces a private module of its interaction blocks; "
                     "install a supported nequip")

@@ -45,8 +45,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    AOTINDUCTOR, centre_first_edges, frozen_copy, output_format, override_method, require_release,
-    save_aoti_model, save_scripted_model, species_index)
+    AOTINDUCTOR, centre_first_edges, frozen_copy, missing_framework, output_format, override_method,
+    require_release, save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
 
@@ -67,9 +67,7 @@ def _import_sevenn():
         from sevenn.nn.linear import IrrepsLinear
         from sevenn.util import load_checkpoint
     except ImportError as exc:
-        raise SystemExit(f"sevenn_export: sevenn is not installed ({exc}); "
-                         "from the USER-NVALCHEMI repository, pip install './python[sevenn]' (the sevenn releases "
-                         "it supports), or pip install sevenn") from exc
+        raise missing_framework("sevenn_export", "sevenn is not installed", "sevenn", exc) from exc
     require_release("sevenn_export", "sevenn", sevenn.__version__, SUPPORTED_SEVENN,
                     "the export relies on the layout of SevenNet's model (its module names and data "
                     "keys); install a supported sevenn")

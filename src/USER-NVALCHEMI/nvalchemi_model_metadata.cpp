@@ -63,7 +63,8 @@ namespace NVAlchemi {
     if (!root.is_object()) throw std::invalid_argument("the top level must be a JSON object");
 
     static const std::set<std::string> known = {
-        "contract_version", "cutoff", "species", "units", "dtype", "spec"};
+        "contract_version", "cutoff", "species", "units", "dtype", "spec", "torch_version",
+        "cuda_version"};
     for (const auto &item : root.items())
       if (!known.count(item.key())) throw std::invalid_argument("unknown key '" + item.key() + "'");
 
@@ -98,6 +99,8 @@ namespace NVAlchemi {
     if (!spec.is_object())
       wrong_type("spec", "a JSON object (a preset name plus overrides, or a full spec)");
     meta.spec = MLIPSpec::from_json(spec.dump());
+    if (root.contains("torch_version")) meta.torch_version = require_string(root, "torch_version");
+    if (root.contains("cuda_version")) meta.cuda_version = require_string(root, "cuda_version");
     return meta;
   }
 

@@ -28,6 +28,9 @@ namespace NVAlchemi {
     std::string units;           // LAMMPS unit style the model works in ("metal", ...)
     std::string dtype;           // "float64" or "float32"
     MLIPSpec spec;               // the model's default spec (a preset plus overrides)
+    // the PyTorch that wrote the model ("2.13.0+cpu") and the CUDA it was built for ("13.0";
+    // "" for a CPU build); both "" for a model written before exports recorded them
+    std::string torch_version, cuda_version;
   };
 
   // Parses and checks the metadata JSON text; throws std::invalid_argument naming the offending

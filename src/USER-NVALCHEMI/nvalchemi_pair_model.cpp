@@ -22,6 +22,34 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  namespace {
+    // "2.13" of "2.13.0+cpu"
+    std::string major_minor(const std::string &version)
+    {
+      const size_t first = version.find('.');
+      return version.substr(0, first == std::string::npos ? first : version.find('.', first + 1));
+    }
+
+    // Rank 0 warns when the model was written by another PyTorch release than the LibTorch
+    // LAMMPS runs: what fails or differs then is the version gap, which the message names.
+    void warn_of_another_torch(LAMMPS *lmp, const char *file, const ModelMetadata &meta)
+    {
+      const std::string here = libtorch_version();
+      if (meta.torch_version.empty() || major_minor(meta.torch_version) == major_minor(here) ||
+          lmp->comm->me != 0)
+        return;
+      lmp->error->warning(FLERR,
+                          "Model {} was written by PyTorch {}{} and this LAMMPS runs LibTorch {}: "
+                          "a TorchScript model may call operators this LibTorch lacks or runs "
+                          "otherwise, and an AOTInductor package is compiled for its own "
+                          "PyTorch; if it fails to load or its results differ, export it again "
+                          "with PyTorch {} (the python of build/venv has it)",
+                          file, meta.torch_version,
+                          meta.cuda_version.empty() ? "" : " (CUDA " + meta.cuda_version + ")",
+                          here, here);
+    }
+  }    // namespace
+
   void setup_pair_model(LAMMPS *lmp, int narg, char **arg, PairModel &m)
   {
     const PairKeywords keywords = parse_pair_keywords(lmp, narg, arg);
@@ -75,6 +103,7 @@ namespace NVAlchemi {
       lmp->error->all(FLERR, 1, "Model {} has invalid metadata: {}", file, e.what());
     }
     const ModelMetadata &meta = s.metadata;
+    warn_of_another_torch(lmp, file, meta);
 
     if (meta.units != lmp->update->unit_style)
       lmp->error->all(FLERR, 1,

@@ -74,6 +74,9 @@ namespace NVAlchemi {
     static void set_num_threads(int nthreads);
   };
 
+  // The version of the LibTorch this build links ("2.13.0").
+  std::string libtorch_version();
+
   // Whether LibTorch's dispatcher knows the operator "namespace::name[.overload]".
   bool operator_registered(const std::string &qualified_name);
 

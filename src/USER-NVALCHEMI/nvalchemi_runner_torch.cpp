@@ -7,6 +7,7 @@
 
 #include <ATen/Context.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,6 +18,9 @@ namespace NVAlchemi {
 
   const char *const ContractInputs::NAMES[ContractInputs::COUNT] = {
       "positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell", "pbc", "n_owned"};
+
+  std::string libtorch_version()
+  { return TORCH_VERSION; }
 
   CudaRuntime cuda_runtime()
   { return {at::hasCUDA(), static_cast<int>(torch::cuda::device_count())}; }

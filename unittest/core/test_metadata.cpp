@@ -47,6 +47,18 @@ TEST(Metadata, ParsesEveryField)
   EXPECT_EQ(meta.spec.outputs.at("atomic_energies").kind, OutputKind::PER_NODE);
 }
 
+TEST(Metadata, ReadsThePyTorchThatWroteTheModelWhereRecorded)
+{
+  EXPECT_EQ(parse_metadata(VALID).torch_version, "");
+  const ModelMetadata meta =
+      parse_metadata(replaced(R"("units": "metal",)", R"("units": "metal", "torch_version": )"
+                                                      R"("2.11.0+cu130", "cuda_version": "13.0",)"));
+  EXPECT_EQ(meta.torch_version, "2.11.0+cu130");
+  EXPECT_EQ(meta.cuda_version, "13.0");
+  expect_error(replaced(R"("units": "metal",)", R"("units": "metal", "torch_version": 2.11,)"),
+               "'torch_version' must be a string");
+}
+
 TEST(Metadata, RejectsMissingKey)
 {
   expect_error(replaced(R"("units": "metal",)", ""), "missing key 'units'");

@@ -215,6 +215,10 @@ def make_models(workdir, lj_model):
     meta = {"contract_version": 99, "cutoff": 2.5, "species": [18], "units": "lj", "dtype": "float64",
             "spec": {"preset": "SPEC_LJ_HALO"}}
     torch.jit.save(plain, models["future_version"], _extra_files={METADATA_FILE: json.dumps(meta)})
+    # written by another PyTorch release, in other units than the run's: the warning, then the error
+    models["another_torch"] = os.path.join(workdir, "another_torch.pt")
+    torch.jit.save(plain, models["another_torch"], _extra_files={METADATA_FILE: json.dumps(
+        dict(meta, contract_version=1, units="metal", torch_version="2.9.1+cu128", cuda_version="12.8"))})
     models["missing_key"] = os.path.join(workdir, "missing_key.pt")
     del meta["units"]
     meta["contract_version"] = 1
@@ -569,6 +573,14 @@ def check_files_left(args, rundir):
     return failures
 
 
+def check_another_torch_warned(args, rundir):
+    """Rank 0 warned once of the PyTorch that wrote the model, naming both versions."""
+    log = open(os.path.join(rundir, "log.lammps")).read()
+    warning = re.findall(r"WARNING: Model \S*another_torch\.pt was written by PyTorch 2\.9\.1\+cu128 \(CUDA 12\.8\) "
+                         r"and this LAMMPS runs LibTorch 2\.\d+\.\d+: .*export it again", log.replace("\n", " "))
+    return [] if len(warning) == 1 else [f"another PyTorch: expected one warning naming both versions in:\n{log[-2000:]}"]
+
+
 def run_case(args, workdir, n, name, text, expected, proc_pattern="", timeout=120, nranks=2, check=None):
     """Run one bad input in case<n>/: (its report line, its failures). It must exit non-zero with
     an ERROR (from the rank `proc_pattern` names) matching `expected`; then `check(args, rundir)`
@@ -616,6 +628,10 @@ def main():
                   {"proc_pattern": r" on proc 2: ", "timeout": 60, "nranks": 4, "check": check})
                  for n, (name, fields, expected, check) in enumerate(four_rank_cases(models, args.nan_model),
                                                                      start=1000)]
+        jobs.append((2000, "model written by another PyTorch (a warning), in other units (the error)",
+                     BASE.format(units="lj", newton="", model=models["another_torch"], keywords="",
+                                 elements="Ar Ar", after=""),
+                     r"works in 'metal' units but this run uses 'units lj'", {"check": check_another_torch_warned}))
         jobs = [job for job in jobs if re.search(args.only, job[1])]
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(lambda job: run_case(args, workdir, *job[:4], **job[4]), jobs))
