@@ -105,19 +105,18 @@ namespace NVAlchemi {
     const ModelMetadata &meta = s.metadata;
     warn_of_another_torch(lmp, file, meta);
 
-    if (meta.units != lmp->update->unit_style)
-      lmp->error->all(FLERR, 1,
-                      "Model {} works in '{}' units but this run uses 'units {}': use 'units {}' "
-                      "before the box is defined, or export the model for '{}' units",
-                      file, meta.units, lmp->update->unit_style, meta.units,
-                      lmp->update->unit_style);
-
     try {
       s.spec = (meta.spec | s.overrides).resolved();
     } catch (std::invalid_argument &e) {
       lmp->error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
     }
     const MLIPSpec &spec = s.spec;
+    try {
+      s.units = unit_conversion(meta.units, lmp->update->unit_style, spec);
+    } catch (std::invalid_argument &e) {
+      lmp->error->all(FLERR, 1, "Model {} {}", file, e.what());
+    }
+    s.model->set_units(s.units);
     check_operators(lmp, file, s.model->custom_operators(), *spec.custom_ops);
     // errors about the effective spec name where its fields came from
     s.halo_origin = s.overrides.halo ? "the pair_style keywords set"

@@ -13,6 +13,7 @@
 #include "nvalchemi_model_metadata.h"
 #include "nvalchemi_runner.h"
 #include "nvalchemi_spec.h"
+#include "nvalchemi_units.h"
 
 #include <memory>
 #include <string>
@@ -31,6 +32,7 @@ namespace NVAlchemi {
     MLIPSpec overrides;    // from pair_style keywords
     MLIPSpec spec;         // effective: model | keyword preset | keywords, resolved
     EnergyShare share;
+    UnitConversion units;    // the model's unit style against the run's (set in the runner too)
     std::string halo_origin;    // "the pair_style keywords set" or "the spec of model X sets"
     int threads = 0;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
     // false (drive no): a committee member that adds nothing to LAMMPS' energy, forces and
@@ -44,9 +46,9 @@ namespace NVAlchemi {
   void setup_pair_model(LAMMPS *lmp, int narg, char **arg, PairModel &m);
 
   // Collective. Loads `file` into `m` for m.device and m.overrides: a file that cannot be read
-  // or loaded, metadata that is missing, invalid or in other units than the run's, a spec that
-  // does not resolve, operators that are not registered and energy shares the runner cannot
-  // give are errors on every rank (error->all).
+  // or loaded, metadata that is missing or invalid, units that do not convert to the run's
+  // (unit_conversion), a spec that does not resolve, operators that are not registered and energy
+  // shares the runner cannot give are errors on every rank (error->all).
   void load_pair_model(LAMMPS *lmp, const char *file, PairModel &m);
 
 }    // namespace NVAlchemi

@@ -12,6 +12,7 @@
 #include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
 #include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_units.h"
 
 #include <memory>
 #include <string>
@@ -72,6 +73,14 @@ namespace NVAlchemi {
 
     // Number of threads LibTorch uses in this process for intra-op parallelism.
     static void set_num_threads(int nthreads);
+
+    // The model's units against the run's (NVAlchemi::unit_conversion): evaluate() takes the
+    // graph and cell in the run's units and gives the energy share, its gradient and the outputs
+    // `units` names in the run's. None unless set.
+    void set_units(const UnitConversion &conversion) { units = conversion; }
+
+   protected:
+    UnitConversion units;
   };
 
   // The version of the LibTorch this build links ("2.13.0").

@@ -159,7 +159,7 @@ namespace NVAlchemi {
         rethrow_torch_errors([&] {
           torch::NoGradGuard no_grad;    // the program holds its own backward pass
           auto start = Clock::now();
-          ContractInputs in = contract_inputs(graph, cell, placement, false);
+          ContractInputs in = contract_inputs(graph, cell, placement, false, units.length);
           std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           // the owned count as the size of a view (no copy) of the owned rows' atomic numbers
           if (owned_rows_as_size) inputs.back() = inputs[1].narrow(0, 0, graph.n_owned);
@@ -178,14 +178,15 @@ namespace NVAlchemi {
                                      std::to_string(nedges) + ", 3])");
           placement.check_output("atomic energies", result[0]);
           placement.check_output("edge gradients", result[1]);
-          // back to the host together: the energy share, the real edges' gradient (unless it
-          // stays on the device), the energies
+          // back to the host together, in the run's units: the energy share, the real edges'
+          // gradient (unless it stays on the device), the energies
           start = Clock::now();
-          const auto real_edges = result[1].view({nedges, 3}).narrow(0, 0, graph.num_edges());
+          const auto real_edges =
+              scaled(result[1].view({nedges, 3}).narrow(0, 0, graph.num_edges()), units.force());
           const bool host_gradient = !keep_resident_gradients(graph, real_edges, outputs);
           std::vector<torch::Tensor> results{
-              result[0].narrow(0, 0, graph.n_owned).sum() * share.weight,
-              real_rows(result[0], graph)};
+              scaled(result[0].narrow(0, 0, graph.n_owned).sum() * share.weight, units.energy),
+              scaled(real_rows(result[0], graph), units.output(share.key))};
           if (host_gradient) results.push_back(real_edges);
           const auto host = placement.to_host(results);
           outputs.energy_share = host[0].item<double>();

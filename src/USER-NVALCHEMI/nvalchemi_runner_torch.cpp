@@ -142,8 +142,11 @@ namespace NVAlchemi {
     return view.to(real, /*non_blocking=*/false, /*copy=*/true);
   }
 
+  torch::Tensor scaled(const torch::Tensor &tensor, double factor)
+  { return factor == 1.0 || !tensor.defined() ? tensor : tensor * factor; }
+
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, Placement &placement,
-                                 bool differentiate)
+                                 bool differentiate, double length)
   {
     const int64_t nrows = graph.tensor_rows();
     const int64_t nedges = graph.tensor_edges();
@@ -155,17 +158,19 @@ namespace NVAlchemi {
                  : placement.input(slot, buffer, shape, type, real_valued);
     };
     ContractInputs in;
-    in.tensors[0] = input(0, graph.positions.data(), resident.positions, {nrows, 3},
-                          torch::kFloat64, true);
+    in.tensors[0] = scaled(input(0, graph.positions.data(), resident.positions, {nrows, 3},
+                                 torch::kFloat64, true),
+                           length);
     in.tensors[1] = input(1, graph.atomic_numbers.data(), resident.atomic_numbers, {nrows},
                           torch::kInt64, false);
     in.tensors[2] =
         input(2, graph.edges.data(), resident.edges, {nedges, 2}, torch::kInt64, false);
-    in.tensors[3] = input(3, graph.edge_vectors.data(), resident.edge_vectors, {nedges, 3},
-                          torch::kFloat64, true);
+    in.tensors[3] = scaled(input(3, graph.edge_vectors.data(), resident.edge_vectors,
+                                 {nedges, 3}, torch::kFloat64, true),
+                           length);
     // a model that brings its own forces may still call requires_grad_() on its inputs
     in.tensors[3].requires_grad_(differentiate);
-    in.tensors[4] = placement.small(cell_tensor(cell, placement.real));
+    in.tensors[4] = scaled(placement.small(cell_tensor(cell, placement.real)), length);
     in.tensors[5] = placement.small(pbc_tensor(cell));
     in.tensors[6] =
         placement.small(torch::tensor(static_cast<int64_t>(graph.n_owned), torch::kInt64));

@@ -76,9 +76,14 @@ namespace NVAlchemi {
   // requires grad when `differentiate`. On the CPU in double precision they are views of the
   // graph's buffers, not copies: check_inputs_unchanged() then stops a model that wrote into one.
   // A resident graph's arrays (Graph::resident) are read where they live: views of them on
-  // their device when it is the model's.
+  // their device when it is the model's. Positions, edge vectors and cell are multiplied by
+  // `length` (UnitConversion::length; copies where it is not 1), so that the gradient with
+  // respect to edge_vectors is in the model's units.
   ContractInputs contract_inputs(const Graph &graph, const Cell &cell, Placement &placement,
-                                 bool differentiate);
+                                 bool differentiate, double length = 1.0);
+
+  // `tensor` times `factor` (a UnitConversion's), `tensor` itself where the factor is 1.
+  torch::Tensor scaled(const torch::Tensor &tensor, double factor);
   // Throws std::runtime_error naming an input the model changed in place.
   void check_inputs_unchanged(const ContractInputs &in);
 

@@ -104,7 +104,8 @@ namespace NVAlchemi {
         ExchangeScope scope(exchanger);
         rethrow_torch_errors([&] {
           auto start = Clock::now();
-          ContractInputs in = contract_inputs(graph, cell, placement, share.differentiate);
+          ContractInputs in =
+              contract_inputs(graph, cell, placement, share.differentiate, units.length);
           placement.phase_end();
           outputs.marshal_seconds = seconds_since(start);
 
@@ -133,18 +134,21 @@ namespace NVAlchemi {
                           &outputs);
           check_inputs_unchanged(in);
 
-          // back to the host together: the energy share, the real edges' gradient (unless it
-          // stays on the device), the outputs
+          // back to the host together, in the run's units: the energy share, the real edges'
+          // gradient (unless it stays on the device), the outputs
           start = Clock::now();
           const torch::Tensor &gradient = result[1];
-          std::vector<torch::Tensor> results{result[0]};
-          const auto real_edges = gradient.defined() ? gradient.narrow(0, 0, graph.num_edges())
-                                                     : gradient;
+          std::vector<torch::Tensor> results{scaled(result[0], units.energy)};
+          const auto real_edges = gradient.defined()
+              ? scaled(gradient.narrow(0, 0, graph.num_edges()), units.force())
+              : gradient;
           const bool host_gradient =
               !keep_resident_gradients(graph, real_edges, outputs) &&
               gradient.defined();
           if (host_gradient) results.push_back(real_edges);
-          for (size_t k = 2; k < result.size(); ++k) results.push_back(real_rows(result[k], graph));
+          for (size_t k = 2; k < result.size(); ++k)
+            results.push_back(
+                scaled(real_rows(result[k], graph), units.output(output_keys[k - 2])));
           const auto host = placement.to_host(results);
           outputs.energy_share = host[0].item<double>();
           outputs.edge_gradients = host_gradient ? shared_values(host[1]) : SharedValues{};

@@ -208,7 +208,7 @@ void PairNVAlchemi::apply_model()
   // one communication pass moves a row of the widest feature the model exchanges; set here, not
   // in init_style, because pair_style hybrid takes its sub-styles' widths when it is defined
   comm_forward = comm_reverse = std::max(MIN_COMM_COLUMNS, *spec.exchange_feature_width);
-  cutoff = meta.cutoff;
+  cutoff = s.units.run_length(meta.cutoff);
   s.atom_comm = std::make_unique<NVAlchemi::PairAtomComm>(lmp, this);
   s.halo = NVAlchemi::make_halo(
       *spec.halo,
@@ -226,6 +226,13 @@ void PairNVAlchemi::apply_model()
                    "{}, species:{}\neffective spec:\n{}\n",
                    BUILD_ROUTE, s.model_file, s.model->format(), meta.contract_version, meta.units,
                    meta.dtype, meta.cutoff, species, spec.to_json(2));
+    if (s.units.converts())
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: model {} works in {} units: converted to {} (length "
+                     "x{:.12g} into the model, energy x{:.12g} and forces x{:.12g} out of it, "
+                     "cutoff {:.12g})\n",
+                     s.model_file, meta.units, update->unit_style, s.units.length, s.units.energy,
+                     s.units.force(), cutoff);
     if (s.graph_on_device)
       utils::logmesg(lmp,
                      "pair_style nvalchemi: graph device: each step's graph is built on {}, where "

@@ -30,7 +30,8 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_libraries.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_library.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_units.cpp)
 set(NVALCHEMI_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_dd_torch_hook.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_ops.cpp

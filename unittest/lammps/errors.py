@@ -219,6 +219,8 @@ def make_models(workdir, lj_model):
     models["another_torch"] = os.path.join(workdir, "another_torch.pt")
     torch.jit.save(plain, models["another_torch"], _extra_files={METADATA_FILE: json.dumps(
         dict(meta, contract_version=1, units="metal", torch_version="2.9.1+cu128", cuda_version="12.8"))})
+    models["unknown_units"] = os.path.join(workdir, "unknown_units.pt")
+    save_unchecked(WrongShape(), models["unknown_units"], cutoff=2.5, species=[18], units="atomic")
     models["missing_key"] = os.path.join(workdir, "missing_key.pt")
     del meta["units"]
     meta["contract_version"] = 1
@@ -367,8 +369,11 @@ def cases(lj_model, models):
         ("element the model lacks", dict(ok, elements="Ar Cu"),
          r"Model .*lj_ar\.pt has no parameters for element Cu; it knows: Ar"),
         ("not an element", dict(ok, elements="Ar Xx"), r"'Xx' is not a chemical element symbol"),
-        ("units mismatch", dict(ok, units="metal"),
-         r"works in 'lj' units but this run uses 'units metal'"),
+        ("lj model in physical units", dict(ok, units="metal"),
+         r"Model .*lj_ar\.pt works in 'lj' units but this run uses 'units metal': lj units are reduced "
+         r"units with no conversion to physical ones.*use 'units lj'"),
+        ("model units not a LAMMPS unit style", dict(ok, model=models["unknown_units"]),
+         r"Model .*unknown_units\.pt declares units 'atomic', which is not a LAMMPS unit style"),
         ("model without metadata", dict(ok, model=models["no_metadata"]),
          r"has no USER-NVALCHEMI metadata \(nvalchemi_metadata\.json"),
         ("newer contract version", dict(ok, model=models["future_version"]),
@@ -631,7 +636,8 @@ def main():
         jobs.append((2000, "model written by another PyTorch (a warning), in other units (the error)",
                      BASE.format(units="lj", newton="", model=models["another_torch"], keywords="",
                                  elements="Ar Ar", after=""),
-                     r"works in 'metal' units but this run uses 'units lj'", {"check": check_another_torch_warned}))
+                     r"works in 'metal' units but this run uses 'units lj': lj units are reduced units",
+                     {"check": check_another_torch_warned}))
         jobs = [job for job in jobs if re.search(args.only, job[1])]
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(lambda job: run_case(args, workdir, *job[:4], **job[4]), jobs))
