@@ -23,29 +23,19 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$ROOT/build/gpu-check
-MPICH_WHEEL=mpich-5.0.2-py3-none-manylinux_2_28_x86_64.whl
-MPICH_SHA256=8fed465ebff269ea2ebac179a25de02671ddf8df476e0f115be089015015cfd4
+source "$ROOT/bench/gpu_bundle.sh"
 
 prepare() {
-  local lammps_src=$ROOT/build/lammps-src models=$ROOT/build/nvalchemi/potentials
+  local models=$ROOT/build/nvalchemi/potentials
   local python=$ROOT/build/venv/bin/python
   [[ -x $ROOT/build/lammps/lmp && -f $models/schnet_deep.pt ]] ||
     { echo "gpu_check.sh prepare: run 'make nvalchemi' first (build/lammps/lmp and the models)" >&2; exit 1; }
   mkdir -p "$BUNDLE/models"
-  # the LAMMPS source the build needs: its CMake files, the core sources and the bundled fmt and
-  # nlohmann/json headers (no packages)
-  (cd "$lammps_src" && find src -maxdepth 1 -type f -print0 | tar czf "$BUNDLE/lammps.tar.gz" \
-     --null -T - --transform 's,^,lammps/,' cmake src/STUBS src/fmt src/nlohmann LICENSE README)
-  if [[ ! -f $BUNDLE/$MPICH_WHEEL ]]; then
-    "$python" -m pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
-      --python-version 3.12 -d "$BUNDLE" mpich==5.0.2
-  fi
-  echo "$MPICH_SHA256  $BUNDLE/$MPICH_WHEEL" | sha256sum -c --quiet ||
-    { echo "gpu_check.sh prepare: $MPICH_WHEEL does not have the pinned checksum" >&2; exit 1; }
+  bundle_lammps_source "$BUNDLE"
+  bundle_mpich "$BUNDLE" "$python"
   cp "$models"/lj_ar.pt "$models"/lj_ar_fused.pt "$models"/schnet_layerwise.pt "$models"/schnet_deep.pt \
      "$ROOT"/potentials/mace_ho_tiny.pt "$BUNDLE/models/"
-  # zlib's headers, for a machine that has its library but not its development files
-  mkdir -p "$BUNDLE/zlib" && cp /usr/include/zlib.h /usr/include/zconf.h "$BUNDLE/zlib/"
+  bundle_zlib "$BUNDLE"
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$python" "$ROOT/bench/gpu_check.py" reference \
     --lmp "$ROOT/build/lammps/lmp" --models "$BUNDLE/models" --out "$BUNDLE/reference.json"
   du -sh "$BUNDLE"
@@ -53,8 +43,7 @@ prepare() {
 
 run() {
   local out=${1:-${OUT:-$BUNDLE/out}} work=${GPU_CHECK_WORK:-/tmp/nvalchemi-gpu-check}
-  local python=${PYTHON:-python3} jobs
-  jobs=$(nproc)
+  local python=${PYTHON:-python3}
   [[ -f $BUNDLE/reference.json ]] ||
     { echo "gpu_check.sh run: no $BUNDLE/reference.json: run 'bench/gpu_check.sh prepare' first" >&2; exit 1; }
   mkdir -p "$out" "$work"
@@ -64,33 +53,12 @@ run() {
   echo "== $(date -u) on $(hostname): $("$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "GPUs", torch.cuda.device_count())')"
   command -v nvidia-smi > /dev/null && nvidia-smi -L || true
 
-  # MPI: the machine's, else (or with GPU_CHECK_MPICH=1) MPICH from the carried wheel, whose
-  # compiler wrappers are relocatable
-  local mpirun=mpirun
-  if [[ -n ${GPU_CHECK_MPICH:-} ]] || ! command -v mpicxx > /dev/null; then
-    local prefix=$work/mpich/mpich-5.0.2.data/data
-    if [[ ! -x $prefix/bin/mpicxx ]]; then
-      "$python" -c "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])" \
-        "$BUNDLE/$MPICH_WHEEL" "$work/mpich"
-      chmod +x "$prefix"/bin/*
-    fi
-    export PATH=$prefix/bin:$PATH LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    mpirun=$prefix/bin/mpiexec
-  fi
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-
-  # LAMMPS with the package, against this python's LibTorch (a CUDA one needs its toolkit)
-  if ! command -v nvcc > /dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    export PATH=/usr/local/cuda/bin:$PATH
-  fi
+  # MPI: the machine's, else (or with GPU_CHECK_MPICH=1) MPICH from the carried wheel
+  use_mpi "$BUNDLE" "$work" "$python"
+  local mpirun=$MPIRUN
   [[ -d $work/lammps ]] || tar xzf "$BUNDLE/lammps.tar.gz" -C "$work"
-  local generator=() launcher=()
-  command -v ninja > /dev/null && generator=(-G Ninja)
-  command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  local zlib=()
-  if ! echo '#include <zlib.h>' | c++ -E -x c++ - > /dev/null 2>&1; then
-    zlib=(-DZLIB_INCLUDE_DIR="$BUNDLE/zlib" -DZLIB_LIBRARY="$(ldconfig -p | awk '/libz\.so\.1 /{print $NF; exit}')")
-  fi
+  lammps_cmake_args "$BUNDLE"
+  local generator=("${CMAKE_ARGS[@]}")
   # the AOTInductor packages are compiled for this machine's device, beside the LAMMPS build
   local models=$work/models device
   device=$("$python" -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
@@ -125,11 +93,8 @@ torch._inductor.aoti_load_package(sys.argv[1], device_index=int(sys.argv[2]))" "
     cmake --build "$work/kernels" -j 4 --target nvalchemi_kernels; } > "$out/kernels.log" 2>&1 &
   local kernels=$!
   local start=$SECONDS
-  cmake -S "$work/lammps/cmake" -B "$work/build" "${generator[@]}" "${zlib[@]}" \
-    "${launcher[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_MPI=on -DBUILD_OMP=off \
-    -DCMAKE_PROJECT_lammps_INCLUDE="$ROOT/cmake/USER-NVALCHEMI.cmake" -DPKG_USER-NVALCHEMI=on \
-    -DNVALCHEMI_PYTHON="$(command -v "$python")" > "$out/configure.log"
-  cmake --build "$work/build" -j "$jobs" > "$out/build.log" || { tail -50 "$out/build.log"; exit 1; }
+  # LAMMPS with the package, against this python's LibTorch
+  build_lammps "$BUNDLE" "$work" "$python" "$out" || exit 1
   echo "== LAMMPS built in $((SECONDS - start)) s"
   wait $aoti
   echo "== AOTInductor packages for $device compiled in $((SECONDS - start)) s:" \

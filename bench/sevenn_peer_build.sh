@@ -15,21 +15,31 @@
 #  - LibTorch is linked the way patch_lammps.sh does it (find_package(Torch), appended to the
 #    copy's cmake/CMakeLists.txt), C++17; LAMMPS' FindMKL.cmake is removed from the copy
 #    (LibTorch's config finds MKL through it and gets an MKL_INCLUDE_DIR-NOTFOUND include path).
+#  - a LibTorch with CUDA (a GPU machine's, bench/gpu_race.sh): the styles are built for CUDA
+#    with the real <cuda_runtime.h> and cudart, LibTorch's CUDA libraries linked even where no
+#    symbol of theirs is referenced (as cmake/NVAlchemiTorch.cmake does: loading them registers
+#    LibTorch's CUDA backend).
 # Idempotent: a second run rebuilds incrementally.
 #
 # usage: bench/sevenn_peer_build.sh <build-dir>   (after make, and tools/install-export-venvs.sh)
 #   -> <build-dir>/sevenn-peer/build/lmp
+# SEVENN_PEER_PYTHON: the python whose torch is linked and whose sevenn has the styles (default
+# <build-dir>/venv-sevenn/bin/python); SEVENN_PEER_STYLES: sevenn's pair_e3gnn/ folder instead of
+# that sevenn's; SEVENN_PEER_LAMMPS: the LAMMPS source (default <build-dir>/lammps-src; the
+# trimmed one of bench/gpu_bundle.sh will do); GPU_BUNDLE: a bundle of bench/gpu_bundle.sh
+# whose zlib headers serve a machine without them.
 set -euo pipefail
 
 build_dir=$(cd "${1:?usage: sevenn_peer_build.sh <build-dir>}" && pwd)
-venv=$build_dir/venv-sevenn
-lammps_src=$build_dir/lammps-src
+python=${SEVENN_PEER_PYTHON:-$build_dir/venv-sevenn/bin/python}
+lammps_src=${SEVENN_PEER_LAMMPS:-$build_dir/lammps-src}
 peer=$build_dir/sevenn-peer
-for need in "$venv/bin/python" "$lammps_src/src/comm_brick.cpp"; do
+for need in "$python" "$lammps_src/src/comm_brick.cpp"; do
   [ -e "$need" ] || { echo "sevenn_peer_build: $need is missing (run make, then tools/install-export-venvs.sh)" >&2; exit 1; }
 done
-styles=$("$venv/bin/python" -c 'import os, sevenn; print(os.path.join(os.path.dirname(sevenn.__file__), "pair_e3gnn"))')
-torch_prefix=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+styles=${SEVENN_PEER_STYLES:-$("$python" -c 'import os, sevenn; print(os.path.join(os.path.dirname(sevenn.__file__), "pair_e3gnn"))')}
+torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+source "$(dirname "$0")/gpu_bundle.sh"
 
 # the copy: everything LAMMPS' CMake build reads, made anew when the source or the styles change
 stamp="$(sha256sum "$lammps_src/src/version.h" "$styles/pair_e3gnn_parallel.cpp" "$0" | sha256sum | cut -d' ' -f1)"
@@ -37,11 +47,11 @@ if [ "$(cat "$peer/lammps-src/.peer-stamp" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$peer/lammps-src"
   mkdir -p "$peer/lammps-src"
   for dir in cmake src lib third_party tools unittest python; do
-    cp -a "$lammps_src/$dir" "$peer/lammps-src/"
+    [ ! -d "$lammps_src/$dir" ] || cp -a "$lammps_src/$dir" "$peer/lammps-src/"
   done
   src=$peer/lammps-src/src
   cp "$styles"/pair_e3gnn{,_parallel}.{cpp,h} "$styles/pair_e3gnn_oeq_autograd.cpp" "$src/"
-  "$venv/bin/python" - "$styles/comm_brick.cpp" "$src/comm_brick.h" "$src/comm_brick.cpp" <<'EOF'
+  "$python" - "$styles/comm_brick.cpp" "$src/comm_brick.h" "$src/comm_brick.cpp" <<'EOF'
 import re, sys
 theirs, header, source = sys.argv[1:]
 text = open(theirs).read()
@@ -85,15 +95,21 @@ EOF
 find_package(Torch REQUIRED)
 set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
 target_link_libraries(lammps PUBLIC "${TORCH_LIBRARIES}")
-target_include_directories(lammps PRIVATE "${CMAKE_CURRENT_LIST_DIR}/../../stand-in")
+if(TARGET torch_cuda)
+  find_package(CUDAToolkit REQUIRED)
+  target_link_libraries(lammps PUBLIC CUDA::cudart "-Wl,--no-as-needed" $<TARGET_FILE:torch_cuda>
+    $<TARGET_FILE:c10_cuda> "-Wl,--as-needed")
+else()
+  target_include_directories(lammps PRIVATE "${CMAKE_CURRENT_LIST_DIR}/../../stand-in")
+endif()
 EOF
   echo "$stamp" > "$peer/lammps-src/.peer-stamp"
 fi
 
 if [ ! -f "$peer/build/CMakeCache.txt" ]; then
-  cmake -S "$peer/lammps-src/cmake" -B "$peer/build" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DBUILD_MPI=on -DBUILD_OMP=on -DCMAKE_CXX_STANDARD=17 \
-    -DCMAKE_PREFIX_PATH="$torch_prefix" >/dev/null
+  lammps_cmake_args "${GPU_BUNDLE:-}"
+  cmake -S "$peer/lammps-src/cmake" -B "$peer/build" "${CMAKE_ARGS[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_MPI=on -DBUILD_OMP=on -DCMAKE_CXX_STANDARD=17 -DCMAKE_PREFIX_PATH="$torch_prefix" >/dev/null
 fi
 cmake --build "$peer/build" -j "$(nproc)" --target lmp
 "$peer/build/lmp" -h | grep -q "e3gnn/parallel" || { echo "sevenn_peer_build: lmp lacks e3gnn/parallel" >&2; exit 1; }

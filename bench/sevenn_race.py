@@ -75,41 +75,51 @@ def write_data(atoms, path):
             f.write(f"{i + 1} 1 {float(r[0])!r} {float(r[1])!r} {float(r[2])!r}\n")
 
 
-def oracle(atoms):
+def oracle(atoms, device="cpu"):
     """SevenNet's own calculator as shipped (float32): energy (eV) and forces (eV/A)."""
     from sevenn.calculator import SevenNetCalculator
-    calc = SevenNetCalculator("7net-0", device="cpu")
+    calc = SevenNetCalculator("7net-0", device=device)
     atoms = atoms.copy()
     atoms.calc = calc
     return atoms.get_potential_energy(), atoms.get_forces()
 
 
-def exports(workdir):
-    """The pair_style and pair_coeff lines of each style: the peer's serial and per-layer
-    deployments (sevenn get_model), the package's layerwise (TorchScript and compiled) and deep
-    exports."""
-    bindir = os.path.dirname(sys.executable)
+def console(module, *args):
+    """A command of an entry point (module:main) run by this python: the same in a venv, whose
+    scripts sit beside it, and in a folder of unpacked wheels, which has none."""
+    return [sys.executable, "-c", f"import sys; from {module} import main; sys.argv[0] = {module!r}; sys.exit(main())",
+            *args]
+
+
+def exports(workdir, device="cpu", styles=None):
+    """The pair_style and pair_coeff lines of each style (or of `styles`): the peer's serial and
+    per-layer deployments (sevenn get_model), the package's layerwise (TorchScript and, compiled
+    for `device`, AOTInductor) and deep exports."""
     files = {"serial": os.path.join(workdir, "deployed_serial.pt"),
              "parallel": os.path.join(workdir, "deployed_parallel"),
              "layerwise": os.path.join(workdir, "sevennet0_layerwise.pt"),
              "compiled": os.path.join(workdir, "sevennet0_layerwise.pt2"),
              "deep": os.path.join(workdir, "sevennet0_deep.pt")}
-    export = os.path.join(bindir, "nvalchemi-sevenn-export")
-    commands = [[os.path.join(bindir, "sevenn"), "get_model", "7net-0", "-o", files["serial"]],
-                [os.path.join(bindir, "sevenn"), "get_model", "7net-0", "-p", "-o", files["parallel"]],
-                [export, "7net-0", "-o", files["layerwise"]],
-                [export, "7net-0", "-o", files["compiled"]],
-                [export, "7net-0", "--halo", "deep", "-o", files["deep"]]]
-    for cmd in commands:
+    export = "nvalchemi_lammps.sevenn_export"
+    commands = {"e3gnn": console("sevenn.main.sevenn", "get_model", "7net-0", "-o", files["serial"]),
+                "e3gnn/parallel": console("sevenn.main.sevenn", "get_model", "7net-0", "-p", "-o", files["parallel"]),
+                "nvalchemi layerwise": console(export, "7net-0", "-o", files["layerwise"]),
+                "nvalchemi compiled": console(export, "7net-0", "-o", files["compiled"], "--device", device),
+                "nvalchemi deep": console(export, "7net-0", "--halo", "deep", "-o", files["deep"])}
+    for style, cmd in commands.items():
+        if styles is not None and style not in styles:
+            continue
         proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    layers = len([f for f in os.listdir(files["parallel"]) if f.startswith("deployed_parallel_")])
-    return {"e3gnn": f"pair_style e3gnn\npair_coeff * * {files['serial']} Si",
-            "e3gnn/parallel": f"pair_style e3gnn/parallel\npair_coeff * * {layers} {files['parallel']} Si",
-            "nvalchemi layerwise": f"pair_style nvalchemi {files['layerwise']}\npair_coeff * * Si",
-            "nvalchemi compiled": f"pair_style nvalchemi {files['compiled']}\npair_coeff * * Si",
-            "nvalchemi deep": f"pair_style nvalchemi {files['deep']}\npair_coeff * * Si"}
+    pairs = {"e3gnn": f"pair_style e3gnn\npair_coeff * * {files['serial']} Si",
+             "nvalchemi layerwise": f"pair_style nvalchemi {files['layerwise']}\npair_coeff * * Si",
+             "nvalchemi compiled": f"pair_style nvalchemi {files['compiled']}\npair_coeff * * Si",
+             "nvalchemi deep": f"pair_style nvalchemi {files['deep']}\npair_coeff * * Si"}
+    if os.path.isdir(files["parallel"]):
+        layers = len([f for f in os.listdir(files["parallel"]) if f.startswith("deployed_parallel_")])
+        pairs["e3gnn/parallel"] = f"pair_style e3gnn/parallel\npair_coeff * * {layers} {files['parallel']} Si"
+    return {style: pair for style, pair in pairs.items() if styles is None or style in styles}
 
 
 def failure(proc):
@@ -180,7 +190,7 @@ def main():
     os.environ["OMP_NUM_THREADS"] = "1"
     os.makedirs(args.out, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="sevenn_race.")
-    pairs = exports(workdir)
+    pairs = exports(workdir, styles=args.styles)
     results = []
     with open(os.path.join(args.out, "results.jsonl"), "w") as jsonl:
         for cells in args.cells:
