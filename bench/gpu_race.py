@@ -352,9 +352,10 @@ def markdown(results):
     memory = "peak GPU MB per process (device above idle)" if gpu else "peak RSS MB per rank (largest)"
     lines = [f"# GPU race on {results['host']}: device {results['device']} {results['gpu'] or ''}, "
              f"torch {results['torch']}{' (tiny sizes)' if results['tiny'] else ''}\n"]
+    size = "tiny (8x0e+8x1o)" if results["tiny"] else "MACE-MP-0 medium's size"
     for framework in ("sevenn", "mace"):
         runs = [r for r in results["runs"] if r["framework"] == framework]
-        lines += [f"\n## {'SevenNet-0 float32' if framework == 'sevenn' else 'MACE (MACE-MP-0 medium size), float32'}\n",
+        lines += [f"\n## {'SevenNet-0 float32' if framework == 'sevenn' else 'MACE, float32, ' + size}\n",
                   f"| atoms | ranks | style | us/atom-step | ms/step | {memory} | dE/atom (eV) | max dF (eV/A) |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in runs:
