@@ -57,18 +57,29 @@ export-venvs:
 
 # LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE) and KOKKOS
 # on an external Kokkos (C++20, OpenMP), and of LAMMPS' unit tests only the force-style harness
-# test_pair_style (unittest/force-styles)
+# test_pair_style (unittest/force-styles). LAMMPS is a shared library, liblammps.so, which lmp links
+# and LAMMPS' own `lammps` Python module loads: that module is installed into build/venv (LAMMPS'
+# install-python target, which bundles a copy of liblammps.so), again whenever liblammps.so changes.
+# A build tree configured without the newest option (BUILD_SHARED_LIBS) is configured again.
 GTEST_TARBALL := $(BUILD)/downloads/googletest-debian.tar.gz
 lammps: deps
-	@grep -q '^PKG_KOKKOS:BOOL=on' $(BUILD)/lammps/CMakeCache.txt 2>/dev/null || \
+	@grep -q '^BUILD_SHARED_LIBS:BOOL=on' $(BUILD)/lammps/CMakeCache.txt 2>/dev/null || \
 	  cmake -S $(LAMMPS_DIR)/cmake -B $(BUILD)/lammps \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DBUILD_MPI=on \
 	  -DCMAKE_CXX_STANDARD=20 -DBUILD_OMP=on -DEXTERNAL_KOKKOS=on -DKokkos_DIR=$(KOKKOS_DIR) \
+	  -DBUILD_SHARED_LIBS=on -DPython_EXECUTABLE=$(PYTHON) \
 	  -DCMAKE_PROJECT_lammps_INCLUDE=$(CURDIR)/cmake/USER-NVALCHEMI.cmake \
 	  -DNVALCHEMI_PYTHON=$(PYTHON) $(TORCH_CMAKE_ARGS) $(foreach p,$(LAMMPS_PACKAGES),-DPKG_$(p)=on) \
 	  -DENABLE_TESTING=on -DGTEST_URL=file://$(GTEST_TARBALL) \
 	  -DGTEST_SHA256=$$(sha256sum $(GTEST_TARBALL) | cut -d' ' -f1)
 	@cmake --build $(BUILD)/lammps -j $(JOBS) --target lmp test_pair_style
+	@cmp -s $(BUILD)/lammps/liblammps.so \
+	  "$$($(PYTHON) -c 'import lammps, os; print(os.path.dirname(lammps.__file__))' 2>/dev/null)/liblammps.so" || \
+	  { echo "installing LAMMPS' Python module into $(BUILD)/venv"; \
+	    cmake --build $(BUILD)/lammps --target install-python > $(BUILD)/lammps/install-python.log 2>&1 && \
+	    cmp -s $(BUILD)/lammps/liblammps.so \
+	      "$$($(PYTHON) -c 'import lammps, os; print(os.path.dirname(lammps.__file__))')/liblammps.so" || \
+	    { cat $(BUILD)/lammps/install-python.log; exit 1; }; }
 
 # the plugin, the unit tests, the reference models and the ctest suite
 nvalchemi: lammps

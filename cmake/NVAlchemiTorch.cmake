@@ -39,6 +39,14 @@ function(nvalchemi_add_torch_objects target)
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_STANDARD 17
     CXX_STANDARD_REQUIRED ON)
+  nvalchemi_torch_library_definition(${target})
+endfunction()
+
+# nvalchemi_torch_library_definition(<target>): the libtorch_cpu.so the build links, which the
+# package compares at run time with the LibTorch the process has loaded (libtorch_mismatch in
+# nvalchemi_runner.cpp: a Python process may have imported another torch before LAMMPS).
+function(nvalchemi_torch_library_definition target)
+  target_compile_definitions(${target} PRIVATE NVALCHEMI_TORCH_LIBRARY="$<TARGET_FILE:torch_cpu>")
 endfunction()
 
 # nvalchemi_link_torch(<target>): link the LibTorch shared libraries by file, without their

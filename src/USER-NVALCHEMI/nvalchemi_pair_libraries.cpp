@@ -1,5 +1,6 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: pair_style nvalchemi's operator libraries and the model's operators.
+   USER-NVALCHEMI: pair_style nvalchemi's LibTorch, its operator libraries and the model's
+   operators.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_pair_libraries.h"
@@ -17,6 +18,18 @@
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
+
+  void check_libtorch(LAMMPS *lmp)
+  {
+    const LibTorchFiles files = libtorch_files();
+    const std::string problem = libtorch_mismatch(files);
+    stop_on_any_rank(lmp, problem.empty() ? "" : "cannot run: " + problem);
+    if (lmp->comm->me == 0 && files.loaded_file != files.built_file)
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: LibTorch {} from {} (loaded before LAMMPS), the "
+                     "version the package was built against ({})\n",
+                     files.loaded_version, files.loaded_file, files.built_file);
+  }
 
   void load_op_libraries(LAMMPS *lmp, const std::vector<std::string> &files)
   {

@@ -1,7 +1,7 @@
 /* -*- c++ -*- ----------------------------------------------------------
-   USER-NVALCHEMI: the operator libraries of pair_style nvalchemi (its library keyword), loaded
-   on every rank before the model (nvalchemi_runner_library), and the check that every operator a
-   model names is registered.
+   USER-NVALCHEMI: the LibTorch of the process checked against the build's, the operator
+   libraries of pair_style nvalchemi (its library keyword), loaded on every rank before the model
+   (nvalchemi_runner_library), and the check that every operator a model names is registered.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_PAIR_LIBRARIES_H
@@ -13,6 +13,12 @@
 namespace LAMMPS_NS {
 class LAMMPS;
 namespace NVAlchemi {
+
+  // Stops the run, on every rank, when the LibTorch this process has loaded is neither the file
+  // the package was built against nor an installation of the same version (libtorch_mismatch);
+  // says in rank 0's log when it is another installation of that version. Before anything of
+  // LibTorch is used. Collective.
+  void check_libtorch(LAMMPS *lmp);
 
   // Loads each operator library (load_op_library) on every rank, in order, and says so in rank
   // 0's log; a file that cannot be loaded is an error on every rank. Collective.

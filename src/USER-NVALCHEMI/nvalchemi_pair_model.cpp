@@ -58,6 +58,7 @@ namespace NVAlchemi {
     m.drives = keywords.drives;
     m.device = rank_device(lmp, keywords.device.get());
     m.graph_on_device = keywords.graph_on_device ? *keywords.graph_on_device : m.device.is_gpu();
+    check_libtorch(lmp);
     load_op_libraries(lmp, keywords.libraries);    // before the model: it may call their ops
     load_pair_model(lmp, arg[0], m);
     m.model->set_graph_optimization(keywords.jit_optimize);

@@ -1,6 +1,6 @@
 /* ----------------------------------------------------------------------
    USER-NVALCHEMI: the choice of runner by a model file's contents, and what LibTorch says of
-   the process (threads, registered operators).
+   the process (threads, registered operators, which LibTorch it runs).
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_runner.h"
@@ -10,9 +10,14 @@
 #include "nvalchemi_model_archive.h"
 
 #include <ATen/Parallel.h>
+#include <torch/version.h>
 
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -26,6 +31,60 @@ namespace NVAlchemi {
     const c10::OperatorName name(qualified_name.substr(0, dot),
                                  dot == std::string::npos ? "" : qualified_name.substr(dot + 1));
     return c10::Dispatcher::singleton().findOp(name).has_value();
+  }
+
+  std::string libtorch_version(const std::string &library_file)
+  {
+    if (library_file.empty()) return "";
+    const std::filesystem::path prefix =
+        std::filesystem::path(library_file).parent_path().parent_path();
+    std::ifstream python_version(prefix / "version.py");
+    for (std::string line; std::getline(python_version, line);) {
+      if (line.rfind("__version__", 0) != 0) continue;
+      const size_t open = line.find_first_of("'\""), close = line.find_last_of("'\"");
+      if (open != std::string::npos && close > open) return line.substr(open + 1, close - open - 1);
+    }
+    std::ifstream archive_version(prefix / "build-version");
+    std::string version;
+    std::getline(archive_version, version);
+    return version.substr(0, version.find_last_not_of(" \t\r\n") + 1);
+  }
+
+  LibTorchFiles libtorch_files()
+  {
+    LibTorchFiles files;
+    files.built_file = NVALCHEMI_TORCH_LIBRARY;
+    files.built_version = libtorch_version(files.built_file);
+    if (files.built_version.empty()) files.built_version = TORCH_VERSION;
+    // at::set_num_threads is defined in libtorch_cpu.so: the file that defines it here is the
+    // LibTorch every torch call of the package goes to
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(&at::set_num_threads), &info) && info.dli_fname)
+      files.loaded_file = info.dli_fname;
+    files.loaded_version = libtorch_version(files.loaded_file);
+    return files;
+  }
+
+  std::string libtorch_mismatch(const LibTorchFiles &files)
+  {
+    std::error_code ec;
+    const auto built = std::filesystem::weakly_canonical(files.built_file, ec);
+    const auto loaded = std::filesystem::weakly_canonical(files.loaded_file, ec);
+    if (!ec && built == loaded) return "";
+    // a version without a local tag (the headers' TORCH_VERSION) matches any build of it
+    const bool tagged = files.built_version.find('+') != std::string::npos;
+    const std::string loaded_version =
+        tagged ? files.loaded_version : files.loaded_version.substr(0, files.loaded_version.find('+'));
+    if (!files.loaded_version.empty() && loaded_version == files.built_version) return "";
+    return "this process runs LibTorch " +
+        (files.loaded_version.empty() ? std::string("of unknown version")
+                                      : files.loaded_version) +
+        " from " + files.loaded_file + ", loaded before LAMMPS (by Python's 'import torch' or "
+        "another library), but the package was built against LibTorch " + files.built_version +
+        " (" + files.built_file + "); one process holds one LibTorch, and a package built against "
+        "another version would crash in it. Import the torch LAMMPS was built with (run Python "
+        "from the environment whose site-packages holds " + files.built_file + "), or build "
+        "LAMMPS against the torch this process imports (-DNVALCHEMI_PYTHON=<its python>)";
   }
 
   bool is_aoti_package(const std::string &file_bytes)

@@ -89,6 +89,26 @@ namespace NVAlchemi {
   // Whether LibTorch's dispatcher knows the operator "namespace::name[.overload]".
   bool operator_registered(const std::string &qualified_name);
 
+  // The LibTorch this process runs and the one the package was built against. A process has one
+  // LibTorch: the dynamic loader gives the package the libtorch_cpu.so already loaded (the soname
+  // matches), so a Python process that imported torch before LAMMPS runs the package on that
+  // torch's libraries, whichever file the build linked.
+  struct LibTorchFiles {
+    std::string built_file;        // the libtorch_cpu.so the build linked
+    std::string built_version;     // the version its installation records (else its headers')
+    std::string loaded_file;       // the file this process takes LibTorch's symbols from
+    std::string loaded_version;    // the version its installation records; "" if none does
+  };
+  LibTorchFiles libtorch_files();
+
+  // The version a LibTorch installation records beside its lib/ folder: pip's torch in
+  // version.py (__version__), a LibTorch archive in build-version; "" if neither is readable.
+  std::string libtorch_version(const std::string &library_file);
+
+  // "" if the loaded LibTorch is the built file (symbolic links resolved) or an installation of
+  // the same version; else what differs and how to make them one.
+  std::string libtorch_mismatch(const LibTorchFiles &files);
+
   // Whether the bytes of a model file are an AOTInductor package (else TorchScript).
   bool is_aoti_package(const std::string &file_bytes);
 

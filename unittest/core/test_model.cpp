@@ -1,5 +1,6 @@
 // Unit tests: the TorchScript and AOTInductor runners on the Lennard-Jones reference model,
-// against the analytic energy and edge gradients and against each other.
+// against the analytic energy and edge gradients and against each other; the process's LibTorch
+// against the build's.
 
 #include "nvalchemi_dd_reference.h"
 #include "nvalchemi_model_archive.h"
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -319,4 +321,42 @@ def forward(self, inputs: Dict[str, Tensor]) -> Dict[str, Tensor]:
               std::string::npos)
         << e.what();
   }
+}
+
+// The LibTorch of this process: the test links the build's, so it is the built file
+TEST(LibTorch, TheTestRunsTheLibTorchItWasBuiltAgainst)
+{
+  const LibTorchFiles files = libtorch_files();
+  EXPECT_NE(files.loaded_file.find("libtorch_cpu"), std::string::npos) << files.loaded_file;
+  EXPECT_EQ(libtorch_mismatch(files), "");
+  EXPECT_EQ(files.loaded_version, files.built_version);
+}
+
+TEST(LibTorch, AnotherFileIsAcceptedOnlyWithTheSameVersion)
+{
+  LibTorchFiles files{"/a/torch/lib/libtorch_cpu.so", "2.13.0+cpu", "/b/torch/lib/libtorch_cpu.so",
+                      "2.13.0+cpu"};
+  EXPECT_EQ(libtorch_mismatch(files), "");
+  files.loaded_version = "2.13.0+cu130";    // another build of that version
+  EXPECT_NE(libtorch_mismatch(files).find("runs LibTorch 2.13.0+cu130 from /b/torch"), std::string::npos);
+  files.loaded_version = "";                // an installation that records no version
+  EXPECT_NE(libtorch_mismatch(files).find("of unknown version"), std::string::npos);
+  files.built_version = "2.13.0";           // the headers' version (no local tag): any build of it
+  files.loaded_version = "2.13.0+cpu";
+  EXPECT_EQ(libtorch_mismatch(files), "");
+  files.loaded_version = "2.12.1+cpu";
+  EXPECT_NE(libtorch_mismatch(files).find("built against LibTorch 2.13.0 (/a/torch"), std::string::npos);
+}
+
+TEST(LibTorch, VersionRecordedBesideTheLibraryFolder)
+{
+  const std::string dir = ::testing::TempDir() + "nvalchemi_libtorch_version";
+  std::filesystem::create_directories(dir + "/pip/lib");
+  std::filesystem::create_directories(dir + "/archive/lib");
+  std::ofstream(dir + "/pip/version.py") << "from typing import Optional\n__version__ = '2.13.0+cpu'\n";
+  std::ofstream(dir + "/archive/build-version") << "2.13.0+cu130\n";
+  EXPECT_EQ(libtorch_version(dir + "/pip/lib/libtorch_cpu.so"), "2.13.0+cpu");
+  EXPECT_EQ(libtorch_version(dir + "/archive/lib/libtorch_cpu.so"), "2.13.0+cu130");
+  EXPECT_EQ(libtorch_version(dir + "/none/lib/libtorch_cpu.so"), "");
+  std::filesystem::remove_all(dir);
 }
