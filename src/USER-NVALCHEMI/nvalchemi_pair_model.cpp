@@ -48,6 +48,37 @@ namespace NVAlchemi {
                           meta.cuda_version.empty() ? "" : " (CUDA " + meta.cuda_version + ")",
                           here, here);
     }
+
+    // A file of another framework's LAMMPS style (nvalchemi_runner_foreign.h) makes no exchange
+    // calls: its answer is exact only in the halo mode and with the layers its metadata says,
+    // and static shapes would pad its graph with edges it was not written for. Rank 0 says what
+    // it runs and what a layerwise export would spare.
+    void check_foreign_file(LAMMPS *lmp, const char *file, const std::string &format,
+                            const MLIPSpec &own, const MLIPSpec &spec)
+    {
+      const MLIPSpec exact = own.resolved();
+      if (*spec.halo != *exact.halo ||
+          *spec.num_message_passing_layers != *exact.num_message_passing_layers ||
+          *spec.compile.static_shapes)
+        lmp->error->all(FLERR, 1,
+                        "Model {} is a {} file, which runs exactly only in halo {} with {} "
+                        "message-passing layers and without static shapes (the pair_style "
+                        "keywords ask for halo {}, {} layers, static_shapes {}): drop those "
+                        "keywords, or export the model with the package's exporter",
+                        file, format, to_string(*exact.halo), *exact.num_message_passing_layers,
+                        to_string(*spec.halo), *spec.num_message_passing_layers,
+                        *spec.compile.static_shapes ? "yes" : "no");
+      if (lmp->comm->me != 0) return;
+      if (*exact.halo == HaloMode::DEEP)
+        utils::logmesg(lmp,
+                       "Model {} is a {} file: it runs in halo deep, each rank evaluating its "
+                       "ghost atoms out to {} layers of the cutoff; a layerwise export "
+                       "(nvalchemi-*-export, halo layerwise) needs far less memory and time\n",
+                       file, format, *exact.num_message_passing_layers);
+      else
+        utils::logmesg(lmp, "Model {} is a {} file: strictly local, it runs in halo {}\n", file,
+                       format, to_string(*exact.halo));
+    }
   }    // namespace
 
   void setup_pair_model(LAMMPS *lmp, int narg, char **arg, PairModel &m)
@@ -93,8 +124,13 @@ namespace NVAlchemi {
     const std::string &text = s.model->metadata_text();
     if (text.empty())
       lmp->error->all(FLERR, 1,
-                      "Model {} has no USER-NVALCHEMI metadata ({} inside the archive): write "
-                      "the model with the package's Python helper "
+                      "Model {} has no USER-NVALCHEMI metadata ({} inside the archive) and is "
+                      "none of the other frameworks' files the package reads (MACE's "
+                      "mace_create_lammps_model, SevenNet's sevenn deploy, nequip-compile's "
+                      "TorchScript .nequip.pth; not an AOTInductor .nequip.pt2, whose forces "
+                      "cannot be limited to a rank's own atoms): export the model with the "
+                      "package's exporter (nvalchemi-mace-export, nvalchemi-sevenn-export, "
+                      "nvalchemi-nequip-export) or write it with "
                       "nvalchemi_lammps.export.save_model (the model contract of the "
                       "USER-NVALCHEMI documentation)",
                       file, METADATA_FILE);
@@ -112,6 +148,8 @@ namespace NVAlchemi {
       lmp->error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
     }
     const MLIPSpec &spec = s.spec;
+    const std::string foreign = s.model->foreign_format();
+    if (!foreign.empty()) check_foreign_file(lmp, file, foreign, meta.spec, spec);
     try {
       s.units = unit_conversion(meta.units, lmp->update->unit_style, spec);
     } catch (std::invalid_argument &e) {

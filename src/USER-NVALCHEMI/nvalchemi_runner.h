@@ -32,6 +32,10 @@ namespace NVAlchemi {
     // "TorchScript" or "AOTInductor"
     virtual const char *format() const = 0;
 
+    // The framework and tool whose deployed file this is ("MACE (mace_create_lammps_model)"),
+    // run through nvalchemi_runner_foreign.h; "" for a model written for the package.
+    virtual std::string foreign_format() const { return ""; }
+
     // Text of the model's metadata (METADATA_FILE); empty if the model has none.
     virtual const std::string &metadata_text() const = 0;
 

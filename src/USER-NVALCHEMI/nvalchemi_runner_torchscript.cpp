@@ -5,6 +5,7 @@
 
 #include "nvalchemi_runner.h"
 #include "nvalchemi_runner_cuda_graph.h"
+#include "nvalchemi_runner_foreign.h"
 #include "nvalchemi_runner_torch.h"
 
 #include "nvalchemi_model_metadata.h"
@@ -64,6 +65,7 @@ namespace NVAlchemi {
         rethrow_torch_errors([&] {
           std::istringstream stream(archive);
           torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
+          for (const auto &name : foreign_extra_files()) extra[name] = "";
           try {
             module = torch::jit::load(stream, placement.device(), extra);
           } catch (const std::exception &e) {
@@ -72,10 +74,14 @@ namespace NVAlchemi {
           }
           module.eval();
           metadata = extra[METADATA_FILE];
+          // a file of another framework's LAMMPS style, without the package's metadata
+          if (metadata.empty()) foreign = foreign_model(module, extra);
+          if (foreign) metadata = foreign->metadata_text();
         });
       }
 
       const char *format() const override { return "TorchScript"; }
+      std::string foreign_format() const override { return foreign ? foreign->name() : ""; }
       const std::string &metadata_text() const override { return metadata; }
       std::vector<std::string> custom_operators() const override
       {
@@ -177,7 +183,8 @@ namespace NVAlchemi {
         for (int k = 0; k < ContractInputs::COUNT; ++k)
           inputs.insert(ContractInputs::NAMES[k], in[k]);
         auto start = Clock::now();
-        const c10::IValue result = module.forward({inputs});
+        const c10::IValue result = foreign ? c10::IValue(foreign->forward(in))
+                                           : module.forward({inputs});
         if (timed) {
           placement.phase_end();
           timed->forward_seconds = seconds_since(start);
@@ -227,6 +234,7 @@ namespace NVAlchemi {
       }
 
       torch::jit::Module module;
+      std::unique_ptr<ForeignModel> foreign;    // a foreign format's call, else none
       std::string metadata;
       Placement placement;
       bool graph_optimization = false;

@@ -38,6 +38,7 @@ set(NVALCHEMI_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_aoti.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_cuda_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_foreign.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_graph.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_torch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_torchscript.cpp)

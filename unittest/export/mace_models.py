@@ -2,7 +2,8 @@
 mace-torch saves a trained one, and its exports by the one command a user runs,
 nvalchemi-mace-export (python/nvalchemi_lammps/mace_export.py, installed with the nvalchemi-lammps package
 next to this Python): halo layerwise and deep, float64 and float32; the layerwise export
-updates owned rows only (owned_rows_only.py). With --packages, the AOTInductor packages (.pt2)
+updates owned rows only (owned_rows_only.py); and the file pair_style mace reads, written by
+MACE's own mace_create_lammps_model (tiny.model-lammps.pt). With --packages, the AOTInductor packages (.pt2)
 of the same model instead, the layerwise one updating owned rows only too: a test of its own, so
 that their compile time keeps no other test waiting; kept between runs (harness.kept_file) under
 a key of the model's parameters, the exporter's sources and the versions that compile them.
@@ -53,6 +54,11 @@ def main(outdir: str) -> None:
             subprocess.run([export, source, "-o", os.path.join(outdir, f"tiny_{halo}_{dtype}.pt"),
                             "--halo", halo, "--dtype", dtype], check=True)
     require_owned_rows_only(os.path.join(outdir, "tiny_layerwise_float64.pt"))
+    # the file pair_style mace reads, as MACE's own tool writes it (tiny.model-lammps.pt), which
+    # pair_style nvalchemi reads as it is; e3nn's checkpoint loading needs torch.load unrestricted
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "mace_create_lammps_model"), source,
+                    "--dtype", "float64"], check=True, stdout=subprocess.DEVNULL,
+                   env=dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1"))
 
 
 # the packages the tests run: (halo, dtype)

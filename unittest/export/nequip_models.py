@@ -2,7 +2,8 @@
 a 2-layer NequIP and a 2-layer Allegro, each saved with torch.save as the oracle's source, and
 their exports by nequip_export (python/nvalchemi_lammps/nequip_export.py): NequIP in halo modes
 layerwise and deep as TorchScript (the layerwise one updating owned rows only:
-owned_rows_only.py); Allegro as TorchScript. And the path a user takes: nequip-train on
+owned_rows_only.py); Allegro as TorchScript; and both as nequip-compile writes them for
+pair_style nequip and allegro (nequip.nequip.pth, allegro.nequip.pth). And the path a user takes: nequip-train on
 nequip_train.yaml (one epoch of a Cu NequIP) writes a checkpoint, which the
 nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the checkpoint not
 recording them). With --packages, the AOTInductor packages (.pt2) of NequIP (layerwise, updating
@@ -40,6 +41,18 @@ def tiny_models():
     return {"nequip": nequip.eval(), "allegro": allegro.eval()}
 
 
+def compile_torchscript(model, path: str) -> None:
+    """The file pair_style nequip and allegro read (.nequip.pth), which pair_style nvalchemi reads as it
+    is: written by the function nequip-compile --mode torchscript calls, with the metadata it gives (the
+    command itself refuses torch 2.10 and newer and wants a training checkpoint)."""
+    from nequip.model.inference_models.torchscript import save_torchscript_model
+    from nequip.utils.global_state import get_latest_global_state
+    metadata = dict(model.metadata)
+    metadata.update(get_latest_global_state(only_metadata_related=True))
+    metadata = {key: str(int(value)) if isinstance(value, bool) else value for key, value in metadata.items()}
+    save_torchscript_model(model, metadata, path, "cpu")
+
+
 def main(outdir: str) -> None:
     os.makedirs(outdir, exist_ok=True)
     models = tiny_models()
@@ -49,6 +62,8 @@ def main(outdir: str) -> None:
                              ("allegro", "allegro.pt", "layerwise")):
         nequip_export.export(models[name], os.path.join(outdir, file), units="metal", halo=halo)
     require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt"))
+    for name, model in models.items():
+        compile_torchscript(model, os.path.join(outdir, f"{name}.nequip.pth"))
 
     bin_dir = os.path.dirname(sys.executable)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -7,7 +7,9 @@
     float64; without --modal the command must stop and name the fidelities;
   * a SevenNet of the user's own training: `sevenn train` on sevenn_train.yaml (two epochs of a
     tiny H/O model on EMT-labelled frames written here) writes a checkpoint, exported layerwise
-    and deep (SevenNet-0's deep ghost shell, 5 layers x 5 A, is too large for a test);
+    and deep (SevenNet-0's deep ghost shell, 5 layers x 5 A, is too large for a test), and
+    deployed by SevenNet's own `sevenn deploy` (trained_deployed.pt, float32: what pair_style
+    e3gnn reads);
   * links to the wheel's checkpoints of the two pretrained models, the oracles' sources.
 
 With --packages, the AOTInductor packages (.pt2) of SevenNet-0 (float32, as shipped) and the
@@ -86,6 +88,10 @@ def main(outdir: str) -> None:
     checkpoint = os.path.join(train_dir, "checkpoint_2.pth")
     for halo in ("layerwise", "deep"):
         run(checkpoint, "-o", os.path.join(outdir, f"trained_{halo}_float64.pt"), "--dtype", "float64", "--halo", halo)
+    # the file pair_style e3gnn reads, as SevenNet's own tool writes it (float32), which
+    # pair_style nvalchemi reads as it is
+    subprocess.run([os.path.join(bin_dir, "sevenn"), "deploy", checkpoint, "-o",
+                    os.path.join(outdir, "trained_deployed")], check=True, stdout=subprocess.DEVNULL)
 
 
 # the packages the tests run: (checkpoint in the output dir, package, export arguments)
