@@ -7,19 +7,24 @@
    pass, exchange ops included (they run through the dispatcher by name). A
    package that reads the owned count as a size takes n_owned as a tensor of
    n_owned rows (the owned atoms' atomic numbers) instead of the scalar.
+   Also nequip-compile's packages for pair_style allegro (--target
+   pair_allegro), which return their own forces: run as that style runs them.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_runner.h"
 #include "nvalchemi_runner_torch.h"
 
 #include "nvalchemi_model_metadata.h"
+#include "nvalchemi_runner_foreign.h"
 
 #include <ATen/cpu/Utils.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -107,26 +112,33 @@ namespace NVAlchemi {
             "set at export time for code that older CPUs run");
     }
 
-    class AotiRunner : public ModelRunner {
-     public:
-      AotiRunner(const std::string &bytes, const Device &device) : placement(device)
-      {
-        rethrow_torch_errors([&] {
-          TemporaryPackage package(bytes);
-          auto meta = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(
-              package.path, "model");
-          check_target(meta, device);
-          loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-              package.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
-              static_cast<c10::DeviceIndex>(device.loader_index()));
-          metadata = meta[METADATA_FILE];
-          energy_output = meta[ENERGY_OUTPUT];
-          owned_rows_as_size = meta[OWNED_ROWS] == OWNED_ROWS_AS_SIZE;
-        });
-      }
+    // A package loaded for `device`: its metadata and its program.
+    struct Package {
+      std::unordered_map<std::string, std::string> meta;
+      std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+    };
+    Package load_package(const std::string &bytes, const Device &device)
+    {
+      Package package;
+      TemporaryPackage file(bytes);
+      package.meta =
+          torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(file.path, "model");
+      check_target(package.meta, device);
+      package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+          file.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+          static_cast<c10::DeviceIndex>(device.loader_index()));
+      return package;
+    }
 
+    // What the runners of compiled programs share: the program, where its tensors live, and
+    // the settings that do not apply to a compiled program.
+    class CompiledRunner : public ModelRunner {
+     public:
+      CompiledRunner(std::unique_ptr<torch::inductor::AOTIModelPackageLoader> program,
+                     const Device &device)
+          : loader(std::move(program)), placement(device)
+      {}
       const char *format() const override { return "AOTInductor"; }
-      const std::string &metadata_text() const override { return metadata; }
       // a compiled program's calls are not listed in the package (an operator missing at run
       // time fails the call, naming it)
       std::vector<std::string> custom_operators() const override { return {}; }
@@ -138,6 +150,39 @@ namespace NVAlchemi {
       void set_cuda_graph(bool) override {}
       int cuda_graph_captures() const override { return 0; }
       const std::string &cuda_graph_problem() const override { return no_problem; }
+
+     protected:
+      // The program run on `inputs`, timed into `outputs` (marshal_seconds: since `start`).
+      std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs, Clock::time_point start,
+                                  ModelOutputs &outputs)
+      {
+        placement.phase_end();
+        outputs.marshal_seconds = seconds_since(start);
+        start = Clock::now();
+        std::vector<at::Tensor> result = loader->run(inputs);
+        placement.phase_end();
+        outputs.forward_seconds = seconds_since(start);
+        outputs.backward_seconds = 0.0;    // compiled into the program's run
+        return result;
+      }
+
+      std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+      Placement placement;
+
+     private:
+      const std::string no_problem;
+    };
+
+    // A package of the package's exporter: the model contract's program.
+    class ContractProgram : public CompiledRunner {
+     public:
+      ContractProgram(Package &&package, const Device &device)
+          : CompiledRunner(std::move(package.loader), device), metadata(package.meta[METADATA_FILE]),
+            energy_output(package.meta[ENERGY_OUTPUT]),
+            owned_rows_as_size(package.meta[OWNED_ROWS] == OWNED_ROWS_AS_SIZE)
+      {}
+
+      const std::string &metadata_text() const override { return metadata; }
 
       void check_share(const EnergyShare &share) const override
       {
@@ -163,13 +208,7 @@ namespace NVAlchemi {
           std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           // the owned count as the size of a view (no copy) of the owned rows' atomic numbers
           if (owned_rows_as_size) inputs.back() = inputs[1].narrow(0, 0, graph.n_owned);
-          placement.phase_end();
-          outputs.marshal_seconds = seconds_since(start);
-          start = Clock::now();
-          const std::vector<at::Tensor> result = loader->run(inputs);
-          placement.phase_end();
-          outputs.forward_seconds = seconds_since(start);
-          outputs.backward_seconds = 0.0;    // compiled into the program's run
+          const std::vector<at::Tensor> result = run(inputs, start, outputs);
           check_inputs_unchanged(in);
           const int64_t nrows = graph.tensor_rows(), nedges = graph.tensor_edges();
           if (result.size() != 2 || result[0].numel() != nrows || result[1].numel() != 3 * nedges)
@@ -199,17 +238,142 @@ namespace NVAlchemi {
       }
 
      private:
-      const std::string no_problem;
-      std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
       std::string metadata, energy_output;
       bool owned_rows_as_size = false;
-      Placement placement;
+    };
+
+    // nequip's metadata entries naming a package's inputs and outputs (nequip.utils.aoti_metadata)
+    constexpr const char *NEQUIP_INPUTS = "nequip_aoti_inputs";
+    constexpr const char *NEQUIP_OUTPUTS = "nequip_aoti_outputs";
+    // what `nequip-compile --target pair_allegro` compiles: positions of the rank's atoms and
+    // ghosts, edges centre-first from its own atoms, types in; per-atom energies, forces of every
+    // row and the virial out
+    const char *const ALLEGRO_INPUTS = "pos edge_index atom_types";
+    const std::vector<std::string> ALLEGRO_OUTPUTS = {"atomic_energy", "forces", "virial"};
+
+    // nequip-compile's package for pair_style allegro, run as that style runs it: the rank's
+    // graph (halo local: edges only into owned atoms, which Allegro sums at their centre), the
+    // program's forces on every row (ghost rows' go to their owners) and its virial; the energy
+    // is the owned atoms' (a ghost, centre of no edge, has only its constant shift).
+    class NequipAllegroProgram : public CompiledRunner {
+     public:
+      NequipAllegroProgram(Package &&package, const Device &device)
+          : CompiledRunner(std::move(package.loader), device)
+      {
+        auto &meta = package.meta;
+        if (!meta["per_edge_type_cutoff"].empty())
+          throw std::runtime_error("the nequip package has per-edge-type cutoffs, which the "
+                                   "package does not apply: export the model with "
+                                   "nvalchemi-nequip-export");
+        const auto outputs = words(meta[NEQUIP_OUTPUTS]);
+        for (const auto &name : ALLEGRO_OUTPUTS) {
+          const auto found = std::find(outputs.begin(), outputs.end(), name);
+          if (found == outputs.end())
+            throw std::runtime_error("the nequip package returns '" + meta[NEQUIP_OUTPUTS] +
+                                     "', without '" + name + "': compile it with nequip-compile "
+                                     "--target pair_allegro");
+          position[name] = found - outputs.begin();
+        }
+        const auto species = species_of(words(meta["type_names"]), name,
+                                        "export it with nvalchemi-nequip-export");
+        table = type_index_table(species);
+        const std::string spec =
+            R"({"version": 1, "halo": "local", "compile": {"force_strategy": "model"}, "outputs": {)"
+            R"("atomic_energies": {"kind": "per_node", "reduce": "owned_only"}, )"
+            R"("energy": {"kind": "per_graph", "reduce": "all_reduce"}, )"
+            R"("forces": {"kind": "per_node", "reduce": "all_reduce"}, )"
+            R"("virial": {"kind": "per_graph", "reduce": "all_reduce"}}})";
+        metadata = foreign_metadata(std::stod(meta["r_max"]), species,
+                                    meta["model_dtype"] == "float32" ? torch::kFloat32
+                                                                     : torch::kFloat64,
+                                    spec);
+      }
+      // a nequip package whose inputs are pair_style allegro's; throws for one of pair_style
+      // nequip's, saying why it cannot run on a rank's graph
+      static bool recognises(std::unordered_map<std::string, std::string> &meta)
+      {
+        if (meta.count(NEQUIP_INPUTS) == 0) return false;
+        if (meta[NEQUIP_INPUTS] == ALLEGRO_INPUTS) return true;
+        throw std::runtime_error(
+            "the nequip package takes '" + meta[NEQUIP_INPUTS] +
+            "' (nequip-compile --target pair_nequip): its program returns the forces of the whole "
+            "graph it is given, its ghost atoms' energies included, which cannot be limited to a "
+            "rank's own atoms (pair_style nequip runs it on one rank, the whole system its own); "
+            "export the model with nvalchemi-nequip-export (halo layerwise, AOTInductor or "
+            "TorchScript), or compile an Allegro model with --target pair_allegro");
+      }
+
+      static constexpr const char *name = "nequip (nequip-compile --target pair_allegro)";
+      std::string foreign_format() const override { return name; }
+      const std::string &metadata_text() const override { return metadata; }
+
+      void check_share(const EnergyShare &share) const override
+      {
+        if (share.differentiate || !share.owned_rows || share.key != "atomic_energies")
+          throw std::invalid_argument("a pair_allegro package returns its own forces: its "
+                                      "force strategy is model, its energy the owned atoms'");
+      }
+
+      void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
+                    Exchanger *, ModelOutputs &outputs) override
+      {
+        rethrow_torch_errors([&] {
+          torch::NoGradGuard no_grad;    // the program holds its own backward pass
+          auto start = Clock::now();
+          ContractInputs in = contract_inputs(graph, cell, placement, false, units.length);
+          const auto &atomic_numbers = in.tensors[1], &neighbor_list = in.tensors[2];
+          // edges centre (the contract's receiver) first
+          const std::vector<at::Tensor> inputs{in.tensors[0],
+                                               neighbor_list.t().flip(0).contiguous(),
+                                               type_indices(table, atomic_numbers)};
+          const std::vector<at::Tensor> result = run(inputs, start, outputs);
+          const int64_t nrows = graph.tensor_rows();
+          const auto &energies = result.at(position.at("atomic_energy"));
+          const auto &forces = result.at(position.at("forces"));
+          const auto &virial = result.at(position.at("virial"));
+          if (energies.numel() != nrows || forces.numel() != 3 * nrows || virial.numel() != 9)
+            throw std::runtime_error("the nequip package must return atomic_energy [" +
+                                     std::to_string(nrows) + ", 1], forces [" +
+                                     std::to_string(nrows) + ", 3] and virial [1, 3, 3]");
+          for (const auto &output : ALLEGRO_OUTPUTS)
+            placement.check_output(output, result.at(position.at(output)));
+          start = Clock::now();
+          const auto rows = energies.reshape({-1});
+          const auto host = placement.to_host(
+              {scaled(rows.narrow(0, 0, graph.n_owned).sum(), units.energy),
+               scaled(real_rows(rows, graph), units.output(share.key)),
+               scaled(real_rows(forces.reshape({-1, 3}), graph), units.output("forces")),
+               scaled(virial.reshape({3, 3}), units.output("virial"))});
+          outputs.energy_share = host[0].item<double>();
+          outputs.edge_gradients = SharedValues{};
+          outputs.tensors.clear();
+          copy_output(host[1], outputs.tensors[share.key]);
+          copy_output(host[2], outputs.tensors["forces"]);
+          copy_output(host[3], outputs.tensors["virial"]);
+          outputs.marshal_seconds += seconds_since(start);
+        });
+      }
+
+     private:
+      torch::Tensor table;
+      std::map<std::string, size_t> position;    // of each output in the program's results
+      std::string metadata;
     };
   }    // namespace
 
   std::unique_ptr<ModelRunner> load_aoti_model(const std::string &package_bytes,
                                                const Device &device)
-  { return std::make_unique<AotiRunner>(package_bytes, device); }
+  {
+    std::unique_ptr<ModelRunner> runner;
+    rethrow_torch_errors([&] {
+      Package package = load_package(package_bytes, device);
+      if (package.meta[METADATA_FILE].empty() && NequipAllegroProgram::recognises(package.meta))
+        runner = std::make_unique<NequipAllegroProgram>(std::move(package), device);
+      else
+        runner = std::make_unique<ContractProgram>(std::move(package), device);
+    });
+    return runner;
+  }
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -25,40 +25,14 @@ namespace NVAlchemi {
     // the contract's inputs by position (ContractInputs::NAMES)
     enum Input { POSITIONS = 0, ATOMIC_NUMBERS, NEIGHBOR_LIST, EDGE_VECTORS, CELL, PBC, N_OWNED };
 
-    std::string dtype_name(torch::Dtype dtype)
-    { return dtype == torch::kFloat32 ? "float32" : "float64"; }
-
-    // The contract's metadata of a file that records a cutoff, its species and dtype; units are
-    // metal (eV, Angstrom), which the three frameworks' LAMMPS styles assume and none records.
-    std::string make_metadata(double cutoff, const std::vector<int> &species, torch::Dtype dtype,
-                              int message_passing_layers)
+    // the spec of a file whose model passes messages over `message_passing_layers` (0: none)
+    std::string spec_of_layers(int message_passing_layers)
     {
-      std::ostringstream json;
-      json.precision(17);
-      json << "{\"contract_version\": " << CONTRACT_VERSION << ", \"cutoff\": " << cutoff
-           << ", \"units\": \"metal\", \"dtype\": \"" << dtype_name(dtype) << "\", \"species\": [";
-      for (size_t k = 0; k < species.size(); ++k) json << (k ? ", " : "") << species[k];
-      json << "], \"spec\": ";
-      if (message_passing_layers == 0)
-        json << "{\"preset\": \"SPEC_LJ_HALO\"}";
-      else
-        json << "{\"preset\": \"SPEC_MPNN_HALO\", \"halo\": \"deep\", "
-             << "\"num_message_passing_layers\": " << message_passing_layers << "}";
-      json << "}";
-      return json.str();
+      if (message_passing_layers == 0) return "{\"preset\": \"SPEC_LJ_HALO\"}";
+      return "{\"preset\": \"SPEC_MPNN_HALO\", \"halo\": \"deep\", "
+             "\"num_message_passing_layers\": " +
+          std::to_string(message_passing_layers) + "}";
     }
-
-    // Atomic number -> the model's type index (-1: none), as a tensor to index with.
-    torch::Tensor type_index_table(const std::vector<int> &species)
-    {
-      auto table = torch::full({119}, -1, torch::kInt64);
-      for (size_t k = 0; k < species.size(); ++k) table[species[k]] = static_cast<int64_t>(k);
-      return table;
-    }
-
-    // The model's type index of each row.
-    torch::Tensor type_indices(const torch::Tensor &table, const torch::Tensor &atomic_numbers)
-    { return table.to(atomic_numbers.device()).index_select(0, atomic_numbers); }
 
     // "atomic_energies" and their sum over the owned rows
     c10::Dict<std::string, torch::Tensor> energies(const torch::Tensor &atomic,
@@ -76,30 +50,6 @@ namespace NVAlchemi {
     // [2, E] (receiver, sender), and the vectors from receiver to sender.
     torch::Tensor receiver_first(const std::vector<torch::Tensor> &in)
     { return in[NEIGHBOR_LIST].t().flip(0).contiguous(); }
-
-    std::vector<std::string> words(const std::string &text)
-    {
-      std::istringstream stream(text);
-      std::vector<std::string> out;
-      for (std::string word; stream >> word;) out.push_back(word);
-      return out;
-    }
-
-    // atomic numbers of element symbols; throws naming a name that is none
-    std::vector<int> species_of(const std::vector<std::string> &symbols, const char *format,
-                                const char *instead)
-    {
-      std::vector<int> species;
-      for (const auto &symbol : symbols) {
-        const int z = atomic_number(symbol);
-        if (z == 0)
-          throw std::runtime_error(std::string("the ") + format + " file names a type '" + symbol +
-                                   "' that is not a chemical element; the package maps LAMMPS "
-                                   "types to models by element (pair_coeff): " + instead);
-        species.push_back(z);
-      }
-      return species;
-    }
 
     torch::Dtype first_parameter_dtype(const torch::jit::Module &module)
     {
@@ -127,9 +77,9 @@ namespace NVAlchemi {
         const auto z = file.attr("atomic_numbers").toTensor().to(torch::kInt64);
         for (int64_t k = 0; k < z.numel(); ++k) species.push_back(z[k].item<int>());
         table = type_index_table(species);
-        metadata = make_metadata(file.attr("r_max").toTensor().item<double>(), species,
-                                 first_parameter_dtype(mace),
-                                 file.attr("num_interactions").toTensor().item<int>());
+        metadata = foreign_metadata(
+            file.attr("r_max").toTensor().item<double>(), species, first_parameter_dtype(mace),
+            spec_of_layers(file.attr("num_interactions").toTensor().item<int>()));
       }
       static bool recognises(const torch::jit::Module &file)
       {
@@ -212,8 +162,9 @@ namespace NVAlchemi {
         if (layers == 0)
           throw std::runtime_error("the SevenNet file's forward sums no messages: not a "
                                    "`sevenn deploy` file this package knows");
-        metadata = make_metadata(std::stod(extra.at("cutoff")), species,
-                                 dtype == "single" ? torch::kFloat32 : torch::kFloat64, layers);
+        metadata = foreign_metadata(std::stod(extra.at("cutoff")), species,
+                                    dtype == "single" ? torch::kFloat32 : torch::kFloat64,
+                                    spec_of_layers(layers));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)
       {
@@ -271,9 +222,9 @@ namespace NVAlchemi {
                                    "nvalchemi-nequip-export");
         const std::string &dtype = extra.at("model_dtype");
         // Allegro is strictly local: its atomic energies depend on the atom's own edges only
-        metadata = make_metadata(std::stod(extra.at("r_max")), species,
-                                 dtype == "float32" ? torch::kFloat32 : torch::kFloat64,
-                                 allegro ? 0 : layers);
+        metadata = foreign_metadata(std::stod(extra.at("r_max")), species,
+                                    dtype == "float32" ? torch::kFloat32 : torch::kFloat64,
+                                    spec_of_layers(allegro ? 0 : layers));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)
       { return !extra.at("type_names").empty() && !extra.at("r_max").empty(); }
@@ -307,6 +258,52 @@ namespace NVAlchemi {
   }    // namespace
 
   std::vector<std::string> foreign_extra_files() { return EXTRA_FILES; }
+
+  std::string foreign_metadata(double cutoff, const std::vector<int> &species, torch::Dtype dtype,
+                               const std::string &spec_json)
+  {
+    std::ostringstream json;
+    json.precision(17);
+    json << "{\"contract_version\": " << CONTRACT_VERSION << ", \"cutoff\": " << cutoff
+         << ", \"units\": \"metal\", \"dtype\": \""
+         << (dtype == torch::kFloat32 ? "float32" : "float64") << "\", \"species\": [";
+    for (size_t k = 0; k < species.size(); ++k) json << (k ? ", " : "") << species[k];
+    json << "], \"spec\": " << spec_json << "}";
+    return json.str();
+  }
+
+  torch::Tensor type_index_table(const std::vector<int> &species)
+  {
+    auto table = torch::full({119}, -1, torch::kInt64);
+    for (size_t k = 0; k < species.size(); ++k) table[species[k]] = static_cast<int64_t>(k);
+    return table;
+  }
+
+  torch::Tensor type_indices(const torch::Tensor &table, const torch::Tensor &atomic_numbers)
+  { return table.to(atomic_numbers.device()).index_select(0, atomic_numbers); }
+
+  std::vector<std::string> words(const std::string &text)
+  {
+    std::istringstream stream(text);
+    std::vector<std::string> out;
+    for (std::string word; stream >> word;) out.push_back(word);
+    return out;
+  }
+
+  std::vector<int> species_of(const std::vector<std::string> &symbols, const char *format,
+                              const char *instead)
+  {
+    std::vector<int> species;
+    for (const auto &symbol : symbols) {
+      const int z = atomic_number(symbol);
+      if (z == 0)
+        throw std::runtime_error(std::string("the ") + format + " file names a type '" + symbol +
+                                 "' that is not a chemical element; the package maps LAMMPS "
+                                 "types to models by element (pair_coeff): " + instead);
+      species.push_back(z);
+    }
+    return species;
+  }
 
   std::unique_ptr<ForeignModel> foreign_model(const torch::jit::Module &module,
                                               const torch::jit::ExtraFilesMap &extra)

@@ -35,6 +35,23 @@ namespace NVAlchemi {
     forward(const std::vector<torch::Tensor> &contract_inputs) = 0;
   };
 
+  // What the foreign formats share (nequip's AOTInductor packages, nvalchemi_runner_aoti.cpp,
+  // too). The contract's metadata (JSON) of a file that records a cutoff, its species (atomic
+  // numbers in the model's type order) and dtype, with `spec_json` as its spec; units metal (eV,
+  // Angstrom), which the frameworks' LAMMPS styles assume and none of their files records.
+  std::string foreign_metadata(double cutoff, const std::vector<int> &species, torch::Dtype dtype,
+                               const std::string &spec_json);
+  // Atomic number -> the model's type index (-1: none), as a tensor to index with.
+  torch::Tensor type_index_table(const std::vector<int> &species);
+  // The model's type index of each row (atomic numbers indexing such a table).
+  torch::Tensor type_indices(const torch::Tensor &table, const torch::Tensor &atomic_numbers);
+  // The words of a space-separated list.
+  std::vector<std::string> words(const std::string &text);
+  // The atomic numbers of element symbols; throws naming one that is none, the file's `format`
+  // and what to do `instead`.
+  std::vector<int> species_of(const std::vector<std::string> &symbols, const char *format,
+                              const char *instead);
+
   // The extra files of the archives the formats below store their metadata in, to read at load.
   std::vector<std::string> foreign_extra_files();
 

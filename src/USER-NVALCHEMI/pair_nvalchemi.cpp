@@ -637,11 +637,19 @@ void PairNVAlchemi::tally_forces()
                "'model' needs the spec to declare model output 'virial' [1,3,3] or the "
                "toolkit's 'stress' [1,3,3] per_graph, or per-atom virials '{}' [N,3,3] per_node",
                *s.spec.node_virial_key);
-  if (vflag_atom && !NVAlchemi::add_atom_virials(result, vatom))
+  if (vflag_atom && !NVAlchemi::add_atom_virials(result, vatom)) {
+    const std::string foreign = s.model->foreign_format();
+    if (!foreign.empty())
+      error->all(FLERR, Error::NOLASTLINE,
+                 "Model {} is a {} file, which returns no per-atom virials (as that framework's "
+                 "pair style, which refuses them too): drop compute stress/atom, or export the "
+                 "model with nvalchemi-nequip-export",
+                 s.model_file, foreign);
     error->all(FLERR, Error::NOLASTLINE,
                "Per-atom virials with force strategy 'model' need the spec to declare output "
                "'{}' per_node",
                *s.spec.node_virial_key);
+  }
 }
 
 void PairNVAlchemi::add_edge_forces(const NVAlchemi::Graph &graph,

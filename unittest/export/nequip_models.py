@@ -9,7 +9,11 @@ nvalchemi-nequip-export command exports (trained_cu.pt; --units required, the ch
 recording them). With --packages, the AOTInductor packages (.pt2) of NequIP (layerwise, updating
 owned rows only too) and Allegro instead, kept between runs (harness.kept_file) under a key of
 the models' parameters, the exporter's sources and the versions that compile them (a test of
-its own, so that the compile keeps no other test waiting).
+its own, so that the compile keeps no other test waiting). The same fixture compiles, with
+nequip-compile --mode aotinductor itself, what pair_style allegro and nequip read: an Allegro
+trained (one epoch, nequip_train.yaml with the model swapped on the command line) for
+--target pair_allegro (allegro_trained.nequip.pt2), and the trained Cu NequIP for --target
+pair_nequip (nequip_trained.nequip.pt2, which pair_style nvalchemi refuses with the reason).
 
     python unittest/export/nequip_models.py [--packages] <output dir>
 """
@@ -77,10 +81,38 @@ def main(outdir: str) -> None:
     if proc.returncode == 0 or "give --units" not in proc.stderr:
         sys.exit(f"FAIL: nvalchemi-nequip-export without --units did not stop with a message:\n{proc.stderr[-2000:]}")
     subprocess.run(command + ["--units", "metal"], check=True)
+    subprocess.run([os.path.join(bin_dir, "nequip-train"), "-cp", here, "-cn", "nequip_train.yaml",
+                    f"hydra.run.dir={os.path.join(outdir, 'train_allegro')}", *ALLEGRO_TRAINING], check=True)
+
+
+# nequip_train.yaml's model made an Allegro (hydra overrides), the sizes of tiny_models' Allegro
+ALLEGRO_TRAINING = [
+    "training_module.model._target_=allegro.model.AllegroModel",
+    "~training_module.model.num_features", "~training_module.model.radial_mlp_width",
+    "+training_module.model.num_scalar_features=8", "+training_module.model.num_tensor_features=4",
+    "+training_module.model.radial_chemical_embed={_target_: allegro.nn.TwoBodyBesselScalarEmbed, num_bessels: 4}",
+    "+training_module.model.radial_chemical_embed_dim=8",
+    "+training_module.model.scalar_embed_mlp_hidden_layers_width=16",
+    "+training_module.model.allegro_mlp_hidden_layers_width=16",
+    "+training_module.model.readout_mlp_hidden_layers_width=8"]
 
 
 # the packages the tests run: (model, file, halo)
 PACKAGES = (("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegro.pt2", "layerwise"))
+# nequip-compile's packages for the frameworks' pair styles: (checkpoint, file, target)
+NEQUIP_COMPILED = (("train_allegro/last.ckpt", "allegro_trained.nequip.pt2", "pair_allegro"),
+                   ("train/last.ckpt", "nequip_trained.nequip.pt2", "pair_nequip"))
+
+
+def checkpoint_parameters(path: str):
+    """The arrays of a training checkpoint's weights (its bytes record more than the model)."""
+    def arrays(state):
+        for value in state.values():
+            if isinstance(value, dict):
+                yield from arrays(value)
+            elif isinstance(value, torch.Tensor):
+                yield value.numpy()
+    return list(arrays(torch.load(path, weights_only=False)["state_dict"]))
 
 
 def packages(outdir: str) -> None:
@@ -96,6 +128,13 @@ def packages(outdir: str) -> None:
         kept_file(key, os.path.join(outdir, file),
                   lambda path: nequip_export.export(model, path, units="metal", halo=halo))
     require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt2"))
+    compile_command = os.path.join(os.path.dirname(sys.executable), "nequip-compile")
+    for checkpoint, file, target in NEQUIP_COMPILED:
+        checkpoint = os.path.join(outdir, checkpoint)
+        key = package_key(*checkpoint_parameters(checkpoint), nequip.__version__, target)
+        kept_file(key, os.path.join(outdir, file),
+                  lambda path: subprocess.run([compile_command, checkpoint, path, "--mode", "aotinductor",
+                                               "--device", "cpu", "--target", target], check=True))
 
 
 if __name__ == "__main__":
