@@ -288,7 +288,8 @@ void PairNVAlchemi::init_style()
   if (force->newton_pair == 0)
     error->all(FLERR, Error::NOLASTLINE,
                "Pair style nvalchemi requires newton pair on: ghost-atom forces are sent to "
-               "their owners by reverse communication");
+               "their owners by reverse communication (delete newton off, which inputs written "
+               "for pair_style nequip set)");
   // the model defines its own cutoff behaviour: options that would change it are refused
   if (offset_flag)
     error->all(FLERR, Error::NOLASTLINE,

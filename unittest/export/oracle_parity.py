@@ -3,6 +3,10 @@ nequip_export.py or sevenn_export.py, run by pair_style nvalchemi on N ranks, ag
 framework's own ASE calculator on the whole periodic cell (the oracle: mace-torch, nequip or
 sevenn evaluating the model it built, never this package) and against the same export on 1 rank.
 
+With --dropin STYLE, the N-rank run is an input as written for the framework's own pair style
+(mace, e3gnn, allegro: the settings their documentation asks for, their pair_style and pair_coeff
+lines naming the file) with only those two lines changed, on LAMMPS' own processor grid.
+
 After `run 0`: energy, every atom's force and the stress tensor. float64: 1e-10 relative to both;
 float32: the ASE calculator in float32 and the 1-rank run to --tol (default 1e-5). SevenNet's
 calculator runs in float32 as shipped; its float64 oracle is the same calculator code on the
@@ -70,8 +74,14 @@ def write_data(atoms: Atoms, elements, path: str) -> None:
 def lammps(args, workdir, label, nranks, grid, tiled, data, kokkos=False):
     comm, balance = decomposition(grid, tiled)
     text = input_head(f"read_data {data}", f"pair_style nvalchemi {args.model}\npair_coeff * * {' '.join(args.elements)}",
-                      units="metal", comm=comm, balance=balance, neighbor=False, dt=None, integrate=False) + OBSERVE
-    text += snapshot_commands([0], DUMP_COLUMNS, GLOBALS)
+                      units="metal", comm=comm, balance=balance, neighbor=False, dt=None, integrate=False)
+    return observe(args, workdir, label, nranks, text, kokkos)
+
+
+def observe(args, workdir, label, nranks, text, kokkos=False):
+    """Run `text` (the system and its pair style) to step 0 on `nranks` ranks: the energy, the
+    forces, the stress and the positions there."""
+    text += OBSERVE + snapshot_commands([0], DUMP_COLUMNS, GLOBALS)
     snaps, output = run_snapshots(args.lmp, args.mpirun, nranks, os.path.join(workdir, label), label, text, [0],
                                   lmp_args=kokkos_switches(1) if kokkos else None)
     if kokkos and not ran_nvalchemi_kk(output):
@@ -81,6 +91,52 @@ def lammps(args, workdir, label, nranks, grid, tiled, data, kokkos=False):
     pxx, pyy, pzz, pxy, pxz, pyz = g[1:7]
     stress = -np.array([pxx, pyy, pzz, pyz, pxz, pxy]) / NKTV2P
     return {"energy": g[0:1], "forces": rows[:, 5:8], "stress": stress, "positions": rows[:, 2:5]}
+
+
+# Inputs as written for the frameworks' pair styles (their documentation's settings and lines)
+FRAMEWORK_INPUTS = {
+    "mace": """units metal
+atom_style atomic
+atom_modify map yes
+newton on
+read_data {data}
+pair_style mace no_domain_decomposition
+pair_coeff * * {model} {elements}
+""",
+    "e3gnn": """units metal
+atom_style atomic
+read_data {data}
+pair_style e3gnn
+pair_coeff * * {model} {elements}
+""",
+    "allegro": """units metal
+atom_style atomic
+newton on
+read_data {data}
+pair_style allegro
+pair_coeff * * {model} {elements}
+""",
+}
+
+
+def dropin_input(style, data, model, elements):
+    """FRAMEWORK_INPUTS[style] for `model` with its pair_style and pair_coeff lines changed to
+    pair_style nvalchemi's, and nothing else: exits the test if any other line differs."""
+    theirs = FRAMEWORK_INPUTS[style].format(data=data, model=model, elements=" ".join(elements))
+    ours = [f"pair_style nvalchemi {model}" if line.startswith("pair_style ") else
+            f"pair_coeff * * {' '.join(elements)}" if line.startswith("pair_coeff ") else line
+            for line in theirs.splitlines()]
+    changed = [(a, b) for a, b in zip(theirs.splitlines(), ours) if a != b]
+    if len(changed) != 2:
+        sys.exit(f"FAIL: the {style} input changed in {len(changed)} lines, not 2: {changed}")
+    for a, b in changed:
+        print(f"changed: {a!r} -> {b!r}")
+    return "\n".join(ours) + "\n"
+
+
+def lammps_dropin(args, workdir, label, nranks, data):
+    """The N-rank run of the framework's own input with two lines changed (dropin_input)."""
+    return observe(args, workdir, label, nranks, dropin_input(args.dropin, data, args.model, args.elements))
 
 
 def sevenn_float64_calculator(source: str, modal):
@@ -191,6 +247,8 @@ def main():
     parser.add_argument("--float32", action="store_true", help="the export is float32")
     parser.add_argument("--kokkos", action="store_true", help="the N-rank run under -k on t 1 -sf kk")
     parser.add_argument("--tol", type=float, default=None)
+    parser.add_argument("--dropin", choices=sorted(FRAMEWORK_INPUTS),
+                        help="the N-rank run: the input of this framework pair style, two lines changed")
     args = parser.parse_args()
     tol = args.tol if args.tol is not None else (1e-5 if args.float32 else 1e-10)
 
@@ -209,7 +267,11 @@ def main():
         data = os.path.join(workdir, "system.data")
         write_data(atoms, args.elements, data)
         single = lammps(args, workdir, "np1", 1, (1, 1, 1), False, data)
-        tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data, args.kokkos)
+        if args.dropin:
+            tested = lammps_dropin(args, workdir, f"dropin.np{args.np}", args.np, data)
+        else:
+            tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data,
+                            args.kokkos)
         reference = oracle(args, atoms)
         for key in ("energy", "forces", "stress"):
             check(f"{key} vs {args.framework}'s ASE calculator", relative_difference(tested[key], reference[key]))
