@@ -283,24 +283,35 @@ namespace NVAlchemi {
             R"("energy": {"kind": "per_graph", "reduce": "all_reduce"}, )"
             R"("forces": {"kind": "per_node", "reduce": "all_reduce"}, )"
             R"("virial": {"kind": "per_graph", "reduce": "all_reduce"}}})";
-        metadata = foreign_metadata(std::stod(meta["r_max"]), species,
-                                    meta["model_dtype"] == "float32" ? torch::kFloat32
-                                                                     : torch::kFloat64,
-                                    spec);
+        if (meta["r_max"].empty())
+          throw std::runtime_error("the nequip package records no cutoff (r_max): compile it "
+                                   "again with nequip-compile --target pair_allegro");
+        metadata = foreign_metadata(std::stod(meta["r_max"]), species, NEQUIP_IO_DTYPE, spec);
       }
-      // a nequip package whose inputs are pair_style allegro's; throws for one of pair_style
-      // nequip's, saying why it cannot run on a rank's graph
+      // A package nequip-compile wrote for pair_style allegro; false for one it did not write.
+      // Throws for its other targets, saying why they cannot run on a rank's graph.
       static bool recognises(std::unordered_map<std::string, std::string> &meta)
       {
-        if (meta.count(NEQUIP_INPUTS) == 0) return false;
+        if (meta.count(NEQUIP_INPUTS) == 0) {
+          if (meta.count("type_names") == 0 || meta.count("r_max") == 0) return false;
+          throw std::runtime_error("the nequip package does not name its inputs and outputs "
+                                   "(nequip_aoti_inputs: written by an older nequip): compile "
+                                   "it again with nequip-compile --target pair_allegro");
+        }
         if (meta[NEQUIP_INPUTS] == ALLEGRO_INPUTS) return true;
-        throw std::runtime_error(
-            "the nequip package takes '" + meta[NEQUIP_INPUTS] +
-            "' (nequip-compile --target pair_nequip): its program returns the forces of the whole "
-            "graph it is given, its ghost atoms' energies included, which cannot be limited to a "
-            "rank's own atoms (pair_style nequip runs it on one rank, the whole system its own); "
-            "export the model with nvalchemi-nequip-export (halo layerwise, AOTInductor or "
-            "TorchScript), or compile an Allegro model with --target pair_allegro");
+        if (meta[NEQUIP_INPUTS] == "pos edge_index atom_types cell edge_cell_shift")
+          throw std::runtime_error(
+              "the nequip package takes '" + meta[NEQUIP_INPUTS] +
+              "' (nequip-compile --target pair_nequip or ase): its program returns the forces "
+              "of the whole graph it is given, its ghost atoms' energies included, which cannot "
+              "be limited to a rank's own atoms (pair_style nequip runs it on one rank, the "
+              "whole system its own); export the model with nvalchemi-nequip-export (halo "
+              "layerwise, AOTInductor or TorchScript), or compile an Allegro model with "
+              "--target pair_allegro");
+        throw std::runtime_error("the nequip package takes '" + meta[NEQUIP_INPUTS] +
+                                 "', not pair_style allegro's '" + ALLEGRO_INPUTS +
+                                 "': compile it with nequip-compile --target pair_allegro, or "
+                                 "export the model with nvalchemi-nequip-export");
       }
 
       static constexpr const char *name = "nequip (nequip-compile --target pair_allegro)";
@@ -327,6 +338,7 @@ namespace NVAlchemi {
                                                neighbor_list.t().flip(0).contiguous(),
                                                type_indices(table, atomic_numbers)};
           const std::vector<at::Tensor> result = run(inputs, start, outputs);
+          check_inputs_unchanged(in);
           const int64_t nrows = graph.tensor_rows();
           const auto &energies = result.at(position.at("atomic_energy"));
           const auto &forces = result.at(position.at("forces"));

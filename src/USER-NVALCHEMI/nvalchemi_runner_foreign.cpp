@@ -220,10 +220,8 @@ namespace NVAlchemi {
           throw std::runtime_error("the nequip file's network has neither convolution layers "
                                    "nor an Allegro module: export it with "
                                    "nvalchemi-nequip-export");
-        const std::string &dtype = extra.at("model_dtype");
         // Allegro is strictly local: its atomic energies depend on the atom's own edges only
-        metadata = foreign_metadata(std::stod(extra.at("r_max")), species,
-                                    dtype == "float32" ? torch::kFloat32 : torch::kFloat64,
+        metadata = foreign_metadata(std::stod(extra.at("r_max")), species, NEQUIP_IO_DTYPE,
                                     spec_of_layers(allegro ? 0 : layers));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)

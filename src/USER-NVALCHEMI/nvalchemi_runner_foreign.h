@@ -41,6 +41,9 @@ namespace NVAlchemi {
   // Angstrom), which the frameworks' LAMMPS styles assume and none of their files records.
   std::string foreign_metadata(double cutoff, const std::vector<int> &species, torch::Dtype dtype,
                                const std::string &spec_json);
+  // What nequip's networks take and return, whatever their model_dtype: positions, edge
+  // vectors and per-atom energies in float64 (a float32 model computes in float32 inside).
+  constexpr torch::Dtype NEQUIP_IO_DTYPE = torch::kFloat64;
   // Atomic number -> the model's type index (-1: none), as a tensor to index with.
   torch::Tensor type_index_table(const std::vector<int> &species);
   // The model's type index of each row (atomic numbers indexing such a table).

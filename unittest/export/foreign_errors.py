@@ -38,7 +38,7 @@ mass 2 15.999
 CASES = {
     "nequip_target_refused": (
         CU_BOX, "nequip_trained.nequip.pt2", "", "Cu", "run 0",
-        r"takes 'pos edge_index atom_types cell edge_cell_shift' \(nequip-compile --target pair_nequip\).*"
+        r"takes 'pos edge_index atom_types cell edge_cell_shift' \(nequip-compile --target pair_nequip.*"
         r"cannot be limited to a\s+rank's own atoms.*nvalchemi-nequip-export"),
     "allegro_package_halo": (
         CU_BOX, "allegro_trained.nequip.pt2", "halo layerwise", "Cu", "run 0",

@@ -11,13 +11,14 @@ owned rows only too) and Allegro instead, kept between runs (harness.kept_file) 
 the models' parameters, the exporter's sources and the versions that compile them (a test of
 its own, so that the compile keeps no other test waiting). The same fixture compiles, with
 nequip-compile --mode aotinductor itself, what pair_style allegro and nequip read: an Allegro
-trained (one epoch, nequip_train.yaml with the model swapped on the command line) for
---target pair_allegro (allegro_trained.nequip.pt2), and the trained Cu NequIP for --target
+trained (one epoch, nequip_train.yaml with the model swapped on the command line; float64, and
+float32 inside) for --target pair_allegro (allegro_trained.nequip.pt2, allegro32_trained...), and the trained Cu NequIP for --target
 pair_nequip (nequip_trained.nequip.pt2, which pair_style nvalchemi refuses with the reason).
 
     python unittest/export/nequip_models.py [--packages] <output dir>
 """
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -81,8 +82,10 @@ def main(outdir: str) -> None:
     if proc.returncode == 0 or "give --units" not in proc.stderr:
         sys.exit(f"FAIL: nvalchemi-nequip-export without --units did not stop with a message:\n{proc.stderr[-2000:]}")
     subprocess.run(command + ["--units", "metal"], check=True)
-    subprocess.run([os.path.join(bin_dir, "nequip-train"), "-cp", here, "-cn", "nequip_train.yaml",
-                    f"hydra.run.dir={os.path.join(outdir, 'train_allegro')}", *ALLEGRO_TRAINING], check=True)
+    for run_dir, dtype in (("train_allegro", "float64"), ("train_allegro32", "float32")):
+        subprocess.run([os.path.join(bin_dir, "nequip-train"), "-cp", here, "-cn", "nequip_train.yaml",
+                        f"hydra.run.dir={os.path.join(outdir, run_dir)}", *ALLEGRO_TRAINING,
+                        f"training_module.model.model_dtype={dtype}"], check=True)
 
 
 # nequip_train.yaml's model made an Allegro (hydra overrides), the sizes of tiny_models' Allegro
@@ -101,6 +104,7 @@ ALLEGRO_TRAINING = [
 PACKAGES = (("nequip", "nequip_layerwise.pt2", "layerwise"), ("allegro", "allegro.pt2", "layerwise"))
 # nequip-compile's packages for the frameworks' pair styles: (checkpoint, file, target)
 NEQUIP_COMPILED = (("train_allegro/last.ckpt", "allegro_trained.nequip.pt2", "pair_allegro"),
+                   ("train_allegro32/last.ckpt", "allegro32_trained.nequip.pt2", "pair_allegro"),
                    ("train/last.ckpt", "nequip_trained.nequip.pt2", "pair_nequip"))
 
 
@@ -119,19 +123,20 @@ def packages(outdir: str) -> None:
     """The AOTInductor packages of the models main saved."""
     import nequip
     from harness import kept_file, package_key
+    allegro_version = importlib.metadata.version("nequip-allegro")
     from nequip.utils.global_state import set_global_state
     set_global_state()
     for name, file, halo in PACKAGES:
         model = torch.load(os.path.join(outdir, f"{name}.model"), weights_only=False)
         parameters = [value.numpy() for value in model.state_dict().values()]
-        key = package_key(*parameters, nequip.__version__, name, halo)
+        key = package_key(*parameters, nequip.__version__, allegro_version, name, halo)
         kept_file(key, os.path.join(outdir, file),
                   lambda path: nequip_export.export(model, path, units="metal", halo=halo))
     require_owned_rows_only(os.path.join(outdir, "nequip_layerwise.pt2"))
     compile_command = os.path.join(os.path.dirname(sys.executable), "nequip-compile")
     for checkpoint, file, target in NEQUIP_COMPILED:
         checkpoint = os.path.join(outdir, checkpoint)
-        key = package_key(*checkpoint_parameters(checkpoint), nequip.__version__, target)
+        key = package_key(*checkpoint_parameters(checkpoint), nequip.__version__, allegro_version, target)
         kept_file(key, os.path.join(outdir, file),
                   lambda path: subprocess.run([compile_command, checkpoint, path, "--mode", "aotinductor",
                                                "--device", "cpu", "--target", target], check=True))
