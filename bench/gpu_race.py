@@ -58,23 +58,6 @@ STEPS, TINY_STEPS = (3, 10), (1, 2)  # warm-up, timed
 LADDER_STEPS = (1, 2)
 MACE_R_MAX = 6.0
 
-INPUT = """units metal
-atom_style atomic
-processors {grid}
-read_data {data}
-{pair}
-velocity all create 300 4928 loop geom
-timestep 0.001
-fix 1 all nve
-thermo_style custom step pe
-thermo_modify norm no format float %.12g
-dump f all custom 1 forces.dump id fx fy fz
-dump_modify f sort id format float %.10g
-run 0
-undump f
-run {warm}
-run {steps}
-"""
 GRIDS = {1: "1 1 1", 2: "2 1 1", 4: "2 2 1"}
 
 
@@ -270,7 +253,7 @@ class Race:
         return entry["status"] == "ok"
 
     def lammps(self, framework, style, pair, cells, ranks, steps):
-        from sevenn_race import failure, make_cell, write_data
+        from sevenn_race import INPUT, failure, make_cell, write_data
         atoms = make_cell(cells)
         entry = {"framework": framework, "style": style, "cells": cells, "atoms": len(atoms), "ranks": ranks}
         if not self.time_left():
@@ -284,7 +267,8 @@ class Race:
             pair = pair.replace("\n", f" device {self.args.device}\n", 1)
         rundir = tempfile.mkdtemp(dir=self.workdir)
         with open(os.path.join(rundir, "in.race"), "w") as f:
-            f.write(INPUT.format(grid=GRIDS[ranks], data=data, pair=pair, warm=steps[0], steps=steps[1]))
+            # a warm-up run, then the timed one (whose loop time seconds_per_step reads)
+            f.write(INPUT.format(grid=GRIDS[ranks], data=data, pair=pair, runs=f"run {steps[0]}\nrun {steps[1]}"))
         wrapper = peak_rss_wrapper(rundir) if os.path.exists("/usr/bin/time") else []
         lmp = self.args.peer_lmp if style.startswith("e3gnn") else self.args.lmp
         try:

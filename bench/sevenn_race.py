@@ -55,7 +55,7 @@ dump f all custom 1 forces.dump id fx fy fz
 dump_modify f sort id format float %.10g
 run 0
 undump f
-run {steps}
+{runs}
 """
 
 
@@ -138,7 +138,7 @@ def race_one(args, lmp, pair, data, grid, atoms, reference, workdir):
     ranks = int(np.prod([int(n) for n in grid.split("x")]))
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.race"), "w") as f:
-        f.write(INPUT.format(grid=grid.replace("x", " "), data=data, pair=pair, steps=args.steps))
+        f.write(INPUT.format(grid=grid.replace("x", " "), data=data, pair=pair, runs=f"run {args.steps}"))
     result = {"bench": "sevenn_race", "atoms": len(atoms), "grid": grid, "ranks": ranks}
     try:
         proc = run_lammps(lmp, args.mpirun, ranks, "in.race", rundir, timeout=args.timeout,
