@@ -7,6 +7,8 @@
 #   bundle_mpich BUNDLE PYTHON    BUNDLE/$MPICH_WHEEL, downloaded once and checked
 #   bundle_zlib BUNDLE            BUNDLE/zlib: zlib's headers
 # Running (on the machine to check):
+#   start_run TOOL OUT PYTHON     everything from here on also in OUT/TOOL.log; stops unless
+#                                 PYTHON imports torch; logs the date, host, torch and GPUs
 #   use_mpi BUNDLE WORK PYTHON    the machine's MPI, else (or with GPU_CHECK_MPICH=1) the
 #                                 wheel's MPICH; sets MPIRUN
 #   lammps_cmake_args BUNDLE      sets CMAKE_ARGS: generator, compiler launcher, zlib
@@ -37,6 +39,15 @@ bundle_mpich() {
 bundle_zlib() {
   # for a machine that has zlib's library but not its development files
   mkdir -p "$1/zlib" && cp /usr/include/zlib.h /usr/include/zconf.h "$1/zlib/"
+}
+
+start_run() {
+  local tool=$1 out=$2 python=$3
+  exec > >(tee "$out/$tool.log") 2>&1
+  "$python" -c "import torch" ||
+    { echo "$tool.sh run: $python has no torch (set PYTHON=<python with torch>)" >&2; exit 1; }
+  echo "== $(date -u) on $(hostname): $("$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "GPUs", torch.cuda.device_count())')"
+  command -v nvidia-smi > /dev/null && nvidia-smi -L || true
 }
 
 use_mpi() {

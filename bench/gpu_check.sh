@@ -47,11 +47,7 @@ run() {
   [[ -f $BUNDLE/reference.json ]] ||
     { echo "gpu_check.sh run: no $BUNDLE/reference.json: run 'bench/gpu_check.sh prepare' first" >&2; exit 1; }
   mkdir -p "$out" "$work"
-  exec > >(tee "$out/gpu_check.log") 2>&1
-  "$python" -c "import torch" ||
-    { echo "gpu_check.sh run: $python has no torch (set PYTHON=<python with torch>)" >&2; exit 1; }
-  echo "== $(date -u) on $(hostname): $("$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "GPUs", torch.cuda.device_count())')"
-  command -v nvidia-smi > /dev/null && nvidia-smi -L || true
+  start_run gpu_check "$out" "$python"
 
   # MPI: the machine's, else (or with GPU_CHECK_MPICH=1) MPICH from the carried wheel
   use_mpi "$BUNDLE" "$work" "$python"

@@ -110,11 +110,7 @@ run() {
   [[ -f $BUNDLE/wheels/sevenn/sevenn-trimmed.zip ]] ||
     { echo "gpu_race.sh run: no $BUNDLE/wheels: run 'bench/gpu_race.sh prepare' first" >&2; exit 1; }
   mkdir -p "$out" "$WORK"
-  exec > >(tee "$out/gpu_race.log") 2>&1
-  "$PYTHON" -c "import torch" ||
-    { echo "gpu_race.sh run: $PYTHON has no torch (set PYTHON=<python with torch>)" >&2; exit 1; }
-  echo "== $(date -u) on $(hostname): $("$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "GPUs", torch.cuda.device_count())')"
-  command -v nvidia-smi > /dev/null && nvidia-smi -L || true
+  start_run gpu_race "$out" "$PYTHON"
   use_mpi "$BUNDLE" "$WORK" "$PYTHON"
   export CCACHE_BASEDIR=$WORK CCACHE_NOHASHDIR=1 OMP_NUM_THREADS=1
   local device sevenn_python mace_python models=$WORK/models tiny_flag=()
