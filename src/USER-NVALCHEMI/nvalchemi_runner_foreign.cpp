@@ -67,19 +67,37 @@ namespace NVAlchemi {
       return module.attr(name).toModule();
     }
 
+    // What each format keeps of what its file records: the contract's metadata and the table
+    // from atomic numbers to the model's type indices.
+    class RecordedFile : public ForeignModel {
+     public:
+      const std::string &metadata_text() const override { return metadata; }
+
+     protected:
+      // Both, for a file of `species` (atomic numbers in the model's type order).
+      void record(const std::vector<int> &species, double cutoff, torch::Dtype dtype,
+                  const std::string &spec_json)
+      {
+        table = type_index_table(species);
+        metadata = foreign_metadata(cutoff, species, dtype, spec_json);
+      }
+      torch::Tensor table;
+      std::string metadata;
+    };
+
     // MACE's LAMMPS file: LAMMPS_MACE around the MACE model, whose own forward (node energies,
     // no gradient) is called here.
-    class MaceLammpsFile : public ForeignModel {
+    class MaceLammpsFile : public RecordedFile {
      public:
       explicit MaceLammpsFile(const torch::jit::Module &file)
           : mace(submodule(file, "model", name())), head(file.attr("head").toTensor())
       {
         const auto z = file.attr("atomic_numbers").toTensor().to(torch::kInt64);
+        std::vector<int> species;
         for (int64_t k = 0; k < z.numel(); ++k) species.push_back(z[k].item<int>());
-        table = type_index_table(species);
-        metadata = foreign_metadata(
-            file.attr("r_max").toTensor().item<double>(), species, first_parameter_dtype(mace),
-            spec_of_layers(file.attr("num_interactions").toTensor().item<int>()));
+        num_types = z.numel();
+        record(species, file.attr("r_max").toTensor().item<double>(), first_parameter_dtype(mace),
+               spec_of_layers(file.attr("num_interactions").toTensor().item<int>()));
       }
       static bool recognises(const torch::jit::Module &file)
       {
@@ -90,7 +108,6 @@ namespace NVAlchemi {
             file.hasattr("num_interactions") && file.hasattr("head");
       }
       const char *name() const override { return "MACE (mace_create_lammps_model)"; }
-      const std::string &metadata_text() const override { return metadata; }
 
       c10::Dict<std::string, torch::Tensor>
       forward(const std::vector<torch::Tensor> &in) override
@@ -106,8 +123,7 @@ namespace NVAlchemi {
         data.insert("unit_shifts", torch::zeros({edges, 3}, real));
         data.insert("edge_index", in[NEIGHBOR_LIST].t().contiguous());
         data.insert("node_attrs",
-                    torch::one_hot(type_indices(table, in[ATOMIC_NUMBERS]),
-                                   static_cast<int64_t>(species.size()))
+                    torch::one_hot(type_indices(table, in[ATOMIC_NUMBERS]), num_types)
                         .to(vectors.dtype()));
         data.insert("cell", in[CELL].reshape({3, 3}));
         data.insert("batch", torch::zeros({rows}, index));
@@ -124,9 +140,8 @@ namespace NVAlchemi {
 
      private:
       torch::jit::Module mace;
-      torch::Tensor head, table;
-      std::vector<int> species;
-      std::string metadata;
+      torch::Tensor head;
+      int64_t num_types = 0;
     };
 
     // Number of message aggregations in a frozen module's forward: one per interaction layer.
@@ -146,14 +161,13 @@ namespace NVAlchemi {
 
     // SevenNet's `sevenn deploy` file (pair_style e3gnn): a frozen AtomGraphSequential without
     // its force module; it takes the edge vectors as an input and sums at edge_index[0].
-    class SevennDeployedFile : public ForeignModel {
+    class SevennDeployedFile : public RecordedFile {
      public:
       SevennDeployedFile(const torch::jit::Module &file, const torch::jit::ExtraFilesMap &extra)
           : module(file)
       {
-        species = species_of(words(extra.at("chemical_symbols_to_index")), name(),
-                             "export it with nvalchemi-sevenn-export");
-        table = type_index_table(species);
+        const auto species = species_of(words(extra.at("chemical_symbols_to_index")), name(),
+                                        "export it with nvalchemi-sevenn-export");
         const std::string &dtype = extra.at("dtype");
         if (dtype != "single" && dtype != "double")
           throw std::runtime_error("the SevenNet file's dtype '" + dtype +
@@ -162,9 +176,8 @@ namespace NVAlchemi {
         if (layers == 0)
           throw std::runtime_error("the SevenNet file's forward sums no messages: not a "
                                    "`sevenn deploy` file this package knows");
-        metadata = foreign_metadata(std::stod(extra.at("cutoff")), species,
-                                    dtype == "single" ? torch::kFloat32 : torch::kFloat64,
-                                    spec_of_layers(layers));
+        record(species, std::stod(extra.at("cutoff")),
+               dtype == "single" ? torch::kFloat32 : torch::kFloat64, spec_of_layers(layers));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)
       {
@@ -172,7 +185,6 @@ namespace NVAlchemi {
             !extra.at("chemical_symbols_to_index").empty() && !extra.at("cutoff").empty();
       }
       const char *name() const override { return "SevenNet (sevenn deploy)"; }
-      const std::string &metadata_text() const override { return metadata; }
 
       c10::Dict<std::string, torch::Tensor>
       forward(const std::vector<torch::Tensor> &in) override
@@ -190,14 +202,11 @@ namespace NVAlchemi {
 
      private:
       torch::jit::Module module;
-      torch::Tensor table;
-      std::vector<int> species;
-      std::string metadata;
     };
 
     // nequip-compile's TorchScript file (pair_style nequip, allegro): GraphModel around
     // ForceStressOutput around the network (model.func), called here without the gradient.
-    class NequipCompiledFile : public ForeignModel {
+    class NequipCompiledFile : public RecordedFile {
      public:
       NequipCompiledFile(const torch::jit::Module &file, const torch::jit::ExtraFilesMap &extra)
           : network(submodule(submodule(file, "model", name()), "func", name()))
@@ -205,9 +214,8 @@ namespace NVAlchemi {
         if (!extra.at("per_edge_type_cutoff").empty())
           throw std::runtime_error("the nequip file has per-edge-type cutoffs, which the package "
                                    "does not apply: export it with nvalchemi-nequip-export");
-        species = species_of(words(extra.at("type_names")), name(),
-                             "export it with nvalchemi-nequip-export");
-        table = type_index_table(species);
+        const auto species = species_of(words(extra.at("type_names")), name(),
+                                        "export it with nvalchemi-nequip-export");
         int layers = 0;
         bool allegro = false;
         for (const auto &child : network.named_children()) {
@@ -221,13 +229,12 @@ namespace NVAlchemi {
                                    "nor an Allegro module: export it with "
                                    "nvalchemi-nequip-export");
         // Allegro is strictly local: its atomic energies depend on the atom's own edges only
-        metadata = foreign_metadata(std::stod(extra.at("r_max")), species, NEQUIP_IO_DTYPE,
-                                    spec_of_layers(allegro ? 0 : layers));
+        record(species, std::stod(extra.at("r_max")), NEQUIP_IO_DTYPE,
+               spec_of_layers(allegro ? 0 : layers));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)
       { return !extra.at("type_names").empty() && !extra.at("r_max").empty(); }
       const char *name() const override { return "nequip (nequip-compile)"; }
-      const std::string &metadata_text() const override { return metadata; }
 
       c10::Dict<std::string, torch::Tensor>
       forward(const std::vector<torch::Tensor> &in) override
@@ -243,9 +250,6 @@ namespace NVAlchemi {
 
      private:
       torch::jit::Module network;
-      torch::Tensor table;
-      std::vector<int> species;
-      std::string metadata;
     };
 
     const std::vector<std::string> EXTRA_FILES = {
