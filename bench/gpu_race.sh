@@ -36,8 +36,8 @@ source "$ROOT/bench/gpu_bundle.sh"
 
 # the frameworks' pins, where tools/install-export-venvs.sh keeps them
 eval "$(grep -E '^(mace|sevenn)_pins=' "$ROOT/tools/install-export-venvs.sh")"
-# what mace-torch and sevenn import that the GPU machine's python lacks (its packages:
-# /work/.library/device/KINDS.md lists them; e3nn is carried at each framework's pin)
+# what mace-torch and sevenn import that the GPU machine's python lacks (it has torch, triton
+# and nvcc's packages; e3nn is carried at each framework's pin)
 COMMON_WHEELS=(ase==3.29.0 matscipy==1.3.1 braceexpand==0.1.7 torch-ema==0.3 lmdb==3.0.0 orjson==3.13.0)
 
 download() {
