@@ -154,6 +154,27 @@ namespace NVAlchemi {
     return (grown + STRIDE - 1) / STRIDE * STRIDE;
   }
 
+  void sample_graph(const Graph &graph, int64_t max_edges, Graph &sample)
+  {
+    const int64_t edges = std::min(max_edges, graph.num_edges());
+    std::vector<int64_t> row_of(graph.num_rows(), -1);
+    sample = Graph{};
+    sample.edges.resize(2 * edges);
+    sample.edge_vectors.assign(graph.edge_vectors.begin(), graph.edge_vectors.begin() + 3 * edges);
+    for (int64_t e = 0; e < 2 * edges; ++e) {
+      const int64_t r = graph.edges[e];
+      if (row_of[r] < 0) {
+        row_of[r] = sample.num_rows();
+        sample.row_atom.push_back(graph.row_atom[r]);
+        sample.positions.insert(sample.positions.end(), &graph.positions[3 * r],
+                                &graph.positions[3 * r] + 3);
+        sample.atomic_numbers.push_back(graph.atomic_numbers[r]);
+      }
+      sample.edges[e] = row_of[r];
+    }
+    sample.n_owned = static_cast<int>(sample.num_rows());
+  }
+
   void build_periodic_graph(const std::vector<double> &positions,
                             const std::vector<int64_t> &atomic_numbers, const Cell &cell,
                             double cutoff, Graph &graph)

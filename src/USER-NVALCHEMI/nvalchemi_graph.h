@@ -136,6 +136,11 @@ namespace NVAlchemi {
   // below it when `strict`), else need * growth, plus one, rounded up to a multiple of 16.
   int64_t grown_capacity(int64_t capacity, int64_t need, double growth, bool strict);
 
+  // The first `max_edges` real edges of `graph` with the rows they join, renumbered in order of
+  // first appearance, as a graph whose rows are all owned: a small input of the same kind, on
+  // which to measure what a model allocates per row and edge.
+  void sample_graph(const Graph &graph, int64_t max_edges, Graph &sample);
+
   // The graph of a whole system in one process, without ghost rows: every atom of a handled
   // species (atomic_numbers > 0) is an owned row, in input order, and periodic images enter
   // as edge vectors that carry the lattice shift (the single-process reference of

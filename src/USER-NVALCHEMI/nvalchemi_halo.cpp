@@ -27,7 +27,7 @@ namespace NVAlchemi {
     // gp: the model's rows are the whole system's atoms (nvalchemi_halo_graph_partition)
     class PartitionHalo : public Halo {
      public:
-      explicit PartitionHalo(MPI_Comm world) : Halo(HaloMode::GP)
+      PartitionHalo(HaloMode mode, MPI_Comm world) : Halo(mode)
       {
         auto owned = std::make_unique<GraphPartition>(world);
         partition = owned.get();
@@ -54,6 +54,18 @@ namespace NVAlchemi {
       GraphPartition *partition;        // the exchanger, owned by the base
       std::vector<int64_t> row_ids;    // atom ID of each row of the rank's graph, scratch
     };
+
+    // halo deep on one rank: gp's graph of the system's atoms, which on one rank is the cell
+    // with each image's edge pointing at the atom it images (build_periodic_graph's graph), from
+    // a list of one cutoff; every row is owned, so the layers need no exchange
+    class FoldedHalo : public PartitionHalo {
+     public:
+      FoldedHalo(HaloMode mode, MPI_Comm world) : PartitionHalo(mode, world) {}
+      bool ghost_receivers() const override { return false; }
+      bool complete_without_exchange() const override { return true; }
+      bool folds_images() const override { return true; }
+      double ghost_cutoff(double, double, int) const override { return 0.0; }
+    };
   }    // namespace
 
   double Halo::ghost_cutoff(double cutoff, double skin, int layers) const
@@ -63,9 +75,14 @@ namespace NVAlchemi {
   }
 
   std::unique_ptr<Halo> make_halo(HaloMode mode, const RowExchangeMaker &row_exchange,
-                                  MPI_Comm world)
+                                  MPI_Comm world, bool atom_ids)
   {
-    if (halo_rules(mode).system_rows) return std::make_unique<PartitionHalo>(world);
+    const HaloRules &rules = halo_rules(mode);
+    if (rules.system_rows) return std::make_unique<PartitionHalo>(mode, world);
+    int nprocs = 1;
+    MPI_Comm_size(world, &nprocs);
+    if (rules.shell_per_layer && nprocs == 1 && atom_ids)
+      return std::make_unique<FoldedHalo>(mode, world);
     return std::make_unique<AtomHalo>(mode, row_exchange);
   }
 

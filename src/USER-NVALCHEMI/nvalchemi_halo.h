@@ -36,10 +36,16 @@ namespace NVAlchemi {
     // multi-layer model needs no exchange between its layers. Otherwise the rank's graph comes
     // from a half list without newton (each owned pair once, each owned-ghost pair on both
     // ranks).
-    bool ghost_receivers() const { return halo_rules(which).ghost_receivers; }
+    virtual bool ghost_receivers() const { return halo_rules(which).ghost_receivers; }
+    // Owned rows see every message they need without exchange calls between layers (halo deep's
+    // ghost shell, or its images folded onto their atoms).
+    virtual bool complete_without_exchange() const { return ghost_receivers(); }
+    // On one rank the periodic images of halo deep's ghost shell are folded onto the atoms they
+    // image: the model's rows are the cell's atoms, whose edges carry the lattice shift.
+    virtual bool folds_images() const { return false; }
     // The ghost cutoff the mode needs for a model of `layers` message-passing layers, or 0
     // where LAMMPS' default (the pair cutoff plus the skin) serves.
-    double ghost_cutoff(double cutoff, double skin, int layers) const;
+    virtual double ghost_cutoff(double cutoff, double skin, int layers) const;
     // Ghost atoms are matched to rows by atom ID: LAMMPS must keep atom IDs.
     virtual bool maps_atoms_by_id() const { return false; }
     // The exchange calls move rows through the pair style's per-atom communication (AtomComm),
@@ -76,9 +82,12 @@ namespace NVAlchemi {
   using RowExchangeMaker =
       std::function<std::unique_ptr<MeasuredExchanger>(bool owned_rows_complete)>;
 
-  // The halo of `mode` on the ranks of `world`, its row exchange made by `row_exchange`.
+  // The halo of `mode` on the ranks of `world`, its row exchange made by `row_exchange`. A mode
+  // with a ghost shell per layer folds its images when `world` has one rank and `atom_ids` are
+  // kept (images are matched to their atoms by ID): the shell of L cutoffs, tens of thousands of
+  // images of a small cell, is never evaluated.
   std::unique_ptr<Halo> make_halo(HaloMode mode, const RowExchangeMaker &row_exchange,
-                                  MPI_Comm world);
+                                  MPI_Comm world, bool atom_ids);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

@@ -44,7 +44,7 @@ namespace NVAlchemi {
     void stop_without_refresh(LAMMPS *lmp, const PairModel &m, Halo &halo)
     {
       const int layers = *m.spec.num_message_passing_layers;
-      if (halo.ghost_receivers() || layers < 2 || halo.exchanger().refreshes > 0) return;
+      if (halo.complete_without_exchange() || layers < 2 || halo.exchanger().refreshes > 0) return;
       lmp->error->all(FLERR, Error::NOLASTLINE,
                       "Model {} declares {} message-passing layers but made no exchange call in "
                       "halo mode '{}', which {}: its ghost atoms would miss messages from beyond "

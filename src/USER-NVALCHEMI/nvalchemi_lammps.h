@@ -18,8 +18,9 @@ namespace NVAlchemi {
   // the simulation box as lattice vectors (rows) and periodic flags
   Cell box_cell(const Domain *domain);
 
-  // Rank 0 reads `file` (relative paths are also searched in $LAMMPS_POTENTIALS) and every rank
-  // receives the same bytes, so a bad file fails identically on all ranks. Collective.
+  // Rank 0 reads `file` (or its base name in $LAMMPS_POTENTIALS: utils::get_potential_file_path)
+  // and every rank receives the same bytes, so a bad file fails identically on all ranks.
+  // Collective.
   // Returns false on every rank when rank 0 cannot read the file.
   bool read_and_broadcast(LAMMPS *lmp, const std::string &file, std::string &bytes);
 

@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "error.h"
+#include "platform.h"
 #include "update.h"
 #include "utils.h"
 
@@ -71,9 +72,11 @@ namespace NVAlchemi {
       if (lmp->comm->me != 0) return;
       if (*exact.halo == HaloMode::DEEP)
         utils::logmesg(lmp,
-                       "Model {} is a {} file: it runs in halo deep, each rank evaluating its "
-                       "ghost atoms out to {} layers of the cutoff; a layerwise export "
-                       "(nvalchemi-*-export, halo layerwise) needs far less memory and time\n",
+                       "Model {} is a {} file: it runs in halo deep, on one rank on the cell's "
+                       "atoms with periodic images folded, on several ranks each rank "
+                       "evaluating its ghost atoms out to {} layers of the cutoff, where a "
+                       "layerwise export (nvalchemi-*-export, halo layerwise) needs far less "
+                       "memory and time\n",
                        file, format, *exact.num_message_passing_layers);
       else
         utils::logmesg(lmp, "Model {} is a {} file: strictly local, it runs in halo {}\n", file,
@@ -88,7 +91,9 @@ namespace NVAlchemi {
     m.threads = keywords.threads;
     m.drives = keywords.drives;
     m.device = rank_device(lmp, keywords.device.get());
-    m.graph_on_device = keywords.graph_on_device ? *keywords.graph_on_device : m.device.is_gpu();
+    // graph host on every device until a GPU run of bench/gpu_check.sh verifies graph device
+    // there (the Build page's table of GPU features says which run verified what)
+    m.graph_on_device = keywords.graph_on_device && *keywords.graph_on_device;
     check_libtorch(lmp);
     load_op_libraries(lmp, keywords.libraries);    // before the model: it may call their ops
     load_pair_model(lmp, arg[0], m);
@@ -109,9 +114,10 @@ namespace NVAlchemi {
     std::string archive;
     if (!read_and_broadcast(lmp, file, archive))
       lmp->error->all(FLERR, 1,
-                      "Cannot open pair_style nvalchemi model file {}: check the path (relative "
-                      "paths are also searched in $LAMMPS_POTENTIALS)",
-                      file);
+                      "Cannot open pair_style nvalchemi model file {}: check the path, which is "
+                      "relative to the directory LAMMPS runs in (where it is not found there, "
+                      "LAMMPS looks for the file's base name, {}, in $LAMMPS_POTENTIALS)",
+                      file, platform::path_basename(file));
 
     PairModel &s = m;    // the names of the pair style's state
     s.model_file = file;

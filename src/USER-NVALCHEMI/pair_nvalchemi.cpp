@@ -33,6 +33,7 @@
 #include "nvalchemi_halo_exchange_checks.h"
 #include "nvalchemi_lammps.h"
 #include "nvalchemi_model_metadata.h"
+#include "nvalchemi_pair_memory.h"
 #include "nvalchemi_pair_model.h"
 #include "nvalchemi_runner.h"
 #include "nvalchemi_runner_graph.h"
@@ -79,6 +80,9 @@ struct PairNVAlchemi::State : public NVAlchemi::PairModel {
   // exchange ops' implementation
   std::unique_ptr<NVAlchemi::Halo> halo;
   bool narrow_comm_reported = false;
+  // halo deep on several ranks: the host memory the model call needs, checked at each new list
+  NVAlchemi::MemoryCheck memory_check;
+  std::array<bigint, 2> memory_checked_list{-1, -1};
   bool nofdotr_implied = false;    // this style set no_virial_fdotr_compute for the model
   NVAlchemi::ModelOutputs outputs;
   bigint evaluations = 0;
@@ -213,7 +217,7 @@ void PairNVAlchemi::apply_model()
   s.halo = NVAlchemi::make_halo(
       *spec.halo,
       [this, &s](bool complete) { return make_row_exchange(s.graph, *s.atom_comm, complete); },
-      world);
+      world, atom->tag_enable != 0);
   ghostneigh = s.halo->ghost_receivers() ? 1 : 0;
   s.narrow_comm_reported = false;
   s.row_capacity = s.edge_capacity = 0;
@@ -249,6 +253,15 @@ void PairNVAlchemi::coeff(int narg, char **arg)
 {
   if (!allocated) allocate();
   const int ntypes = atom->ntypes;
+  // inputs written for pair_style mace, e3gnn or allegro name the model file here
+  for (int i = 2; i < narg; ++i)
+    if (strcmp(arg[i], "NULL") != 0 && NVAlchemi::atomic_number(arg[i]) == 0 &&
+        (strchr(arg[i], '.') || strchr(arg[i], '/')))
+      error->all(FLERR, i,
+                 "pair_coeff nvalchemi takes an element symbol or NULL for each atom type, and "
+                 "'{}' looks like a model file: pair_style nvalchemi names the model ('pair_style "
+                 "nvalchemi <model file>'); drop the file from pair_coeff",
+                 arg[i]);
   if (narg != 2 + ntypes)
     error->all(FLERR,
                "Incorrect number of args for pair_coeff nvalchemi: expected '* *' followed by "
@@ -327,6 +340,12 @@ void PairNVAlchemi::init_style()
     if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
     saved_cutghostuser = -1.0;
   }
+  if (halo.folds_images() && comm->me == 0)
+    utils::logmesg(lmp,
+                   "pair_style nvalchemi: halo mode {} on one rank folds periodic images onto "
+                   "the atoms they image: the model sees the {} atoms of the cell, each image's "
+                   "edge carrying its lattice shift, and no ghost shell of {} layers\n",
+                   mode, atom->natoms, std::max(1, layers));
   NVAlchemi::ModelRunner::set_num_threads(state->threads > 0 ? state->threads : comm->nthreads);
 }
 
@@ -418,6 +437,7 @@ double PairNVAlchemi::evaluate_model(bool host_outputs)
   build_rank_graph(s.graph);
   if (s.halo->makes_model_graph()) graph_to_host(s.graph);
   NVAlchemi::Graph &model_graph = halo_model_graph();
+  check_memory(model_graph);
   if (*s.spec.compile.static_shapes) pad_to_capacity(model_graph);
   summary.graph = platform::walltime() - start;
 
@@ -515,6 +535,23 @@ NVAlchemi::Graph &PairNVAlchemi::halo_model_graph()
     error->one(FLERR, Error::NOLASTLINE, "pair_style nvalchemi: model {} on step {}: {}",
                s.model_file, update->ntimestep, e.what());
   }
+}
+
+/* ----------------------------------------------------------------------
+   halo deep on several ranks on the host: the memory the model call needs
+   against what the node has, when LAMMPS built a new list (every rank does:
+   collective), before the model allocates
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::check_memory(const NVAlchemi::Graph &model_graph)
+{
+  State &s = *state;
+  if (!s.halo->ghost_receivers() || comm->nprocs == 1 || s.device.is_gpu()) return;
+  const std::array<bigint, 2> list_now{s.inits, neighbor->ncalls};
+  if (list_now == s.memory_checked_list) return;
+  s.memory_checked_list = list_now;
+  s.memory_check.check(lmp, s, model_graph, NVAlchemi::box_cell(domain),
+                       [&] { graph_to_host(s.graph); });
 }
 
 /* ----------------------------------------------------------------------

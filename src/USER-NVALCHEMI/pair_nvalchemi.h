@@ -136,6 +136,7 @@ class PairNVAlchemi : public Pair {
   void apply_model();
   const double *consolidated_output(const char *name, bool peratom, int n);
   NVAlchemi::Graph &halo_model_graph();
+  void check_memory(const NVAlchemi::Graph &model_graph);
   void pad_to_capacity(NVAlchemi::Graph &);
   void tally_energy();
   void tally_forces();

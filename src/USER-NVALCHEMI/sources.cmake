@@ -24,10 +24,12 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_row_exchange.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model_archive.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_keywords.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_libraries.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_model.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp

@@ -157,6 +157,31 @@ TEST(PeriodicGraph, EdgeForcesPullReceiverAndPushSender)
   EXPECT_EQ(forces, (std::vector<double>{1.0, 2.0, 3.0, -1.5, -2.0, -2.0, 0.5, 0.0, -1.0}));
 }
 
+TEST(Graph, SampleKeepsTheFirstEdgesAndTheRowsTheyJoinAllOwned)
+{
+  Graph g;
+  g.n_owned = 2;
+  g.row_atom = {10, 11, 12, 13};
+  g.positions = {0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 0};
+  g.atomic_numbers = {1, 8, 1, 8};
+  g.edges = {3, 1, 2, 1, 0, 1, 1, 0};
+  g.edge_vectors = {-2, 0, 0, -1, 0, 0, 1, 0, 0, -1, 0, 0};
+  Graph sample;
+  sample_graph(g, 2, sample);
+  EXPECT_EQ(sample.num_edges(), 2);
+  EXPECT_EQ(sample.row_atom, (std::vector<int>{13, 11, 12}));
+  EXPECT_EQ(sample.n_owned, 3);
+  EXPECT_EQ(std::vector<int64_t>(sample.edges.begin(), sample.edges.end()),
+            (std::vector<int64_t>{0, 1, 2, 1}));
+  EXPECT_EQ(std::vector<int64_t>(sample.atomic_numbers.begin(), sample.atomic_numbers.end()),
+            (std::vector<int64_t>{8, 8, 1}));
+  EXPECT_DOUBLE_EQ(sample.positions[0], 3.0);
+  EXPECT_DOUBLE_EQ(sample.edge_vectors[3], -1.0);
+  sample_graph(g, 100, sample);    // more than it has: all of them
+  EXPECT_EQ(sample.num_edges(), 4);
+  EXPECT_EQ(sample.num_rows(), 4);
+}
+
 TEST(StaticShapes, CapacitiesOnlyGrowInStridesOf16)
 {
   EXPECT_EQ(grown_capacity(0, 100, 1.2, false), 128);      // 100 * 1.2 + 1 = 121, up to 128

@@ -28,7 +28,7 @@ from ase import Atoms
 from ase.data import atomic_masses, atomic_numbers
 
 from harness import (content_key, decomposition, input_head, kept_arrays, kokkos_switches, ran_nvalchemi_kk,
-                     relative_difference, run_snapshots, snapshot_commands)
+                     relative_difference, run_snapshots, snapshot_commands, worse)
 
 NKTV2P = 1.6021765e6  # LAMMPS metal units: bar per eV/A^3
 DUMP_COLUMNS = "id type xu yu zu fx fy fz"
@@ -42,8 +42,17 @@ thermo_style custom step pe c_p[*]
 def make_atoms(box: str, system: str, elements) -> Atoms:
     """The elements on a jittered simple-cubic lattice (spacing 1.9 A, no pair closer than
     ~1.1 A). bulk: 3x3x3 sites filling the cell; slab: the same sites in a cell twice as long in
-    x, so that on a 4x1x1 grid two ranks own no atoms."""
+    x, so that on a 4x1x1 grid two ranks own no atoms. si8, si64: diamond silicon's cubic cell
+    (a = 5.43 A) and its 2x2x2 supercell, rattled by 0.05 A: cells far smaller than the ghost
+    shell of a deep model's layers (SevenNet-0: 5 layers of 5 A)."""
     rng = np.random.default_rng(20261201)
+    if system in ("si8", "si64"):
+        from ase.build import bulk
+        atoms = bulk("Si", "diamond", a=5.43, cubic=True)
+        if system == "si64":
+            atoms = atoms.repeat(2)
+        atoms.positions += rng.normal(0.0, 0.05, atoms.positions.shape)
+        return atoms
     spacing, sites = 1.9, 3
     grid = np.array([(i, j, k) for i in range(sites) for j in range(sites) for k in range(sites)], float)
     frac = (grid + 0.5 + rng.uniform(-0.1, 0.1, grid.shape)) / sites
@@ -243,7 +252,7 @@ def main():
     parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
     parser.add_argument("--tiled", action="store_true", help="comm_style tiled with balance rcb")
     parser.add_argument("--box", choices=("ortho", "tri"), default="ortho")
-    parser.add_argument("--system", choices=("bulk", "slab"), default="bulk")
+    parser.add_argument("--system", choices=("bulk", "slab", "si8", "si64"), default="bulk")
     parser.add_argument("--float32", action="store_true", help="the export is float32")
     parser.add_argument("--kokkos", action="store_true", help="the N-rank run under -k on t 1 -sf kk")
     parser.add_argument("--tol", type=float, default=None)
@@ -256,7 +265,7 @@ def main():
 
     def check(name, value):
         nonlocal worst
-        worst = max(worst, value)
+        worst = worse(worst, value)
         ok = value <= tol
         print(f"{name:45s} {value:10.3e}  {'ok' if ok else 'FAIL'}")
         if not ok:
@@ -269,6 +278,8 @@ def main():
         single = lammps(args, workdir, "np1", 1, (1, 1, 1), False, data)
         if args.dropin:
             tested = lammps_dropin(args, workdir, f"dropin.np{args.np}", args.np, data)
+        elif args.np == 1 and not args.tiled and not args.kokkos:
+            tested = single  # the same run
         else:
             tested = lammps(args, workdir, f"tested.np{args.np}", args.np, args.grid, args.tiled, data,
                             args.kokkos)

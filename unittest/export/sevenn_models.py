@@ -10,6 +10,8 @@
     and deep (SevenNet-0's deep ghost shell, 5 layers x 5 A, is too large for a test), and
     deployed by SevenNet's own `sevenn deploy` (trained_deployed.pt, float32: what pair_style
     e3gnn reads);
+  * SevenNet-0 deployed by `sevenn deploy 7net-0` (sevenn0_deployed.pt), which one rank runs on
+    small Si cells with periodic images folded;
   * links to the wheel's checkpoints of the two pretrained models, the oracles' sources.
 
 With --packages, the AOTInductor packages (.pt2) of SevenNet-0 (float32, as shipped) and the
@@ -92,6 +94,10 @@ def main(outdir: str) -> None:
     # pair_style nvalchemi reads as it is
     subprocess.run([os.path.join(bin_dir, "sevenn"), "deploy", checkpoint, "-o",
                     os.path.join(outdir, "trained_deployed")], check=True, stdout=subprocess.DEVNULL)
+    # SevenNet-0 as a user deploys it for pair_style e3gnn: on a small cell's one rank its 5 layers
+    # of 5 A run on the folded cell, not on a ghost shell of tens of thousands of images
+    subprocess.run([os.path.join(bin_dir, "sevenn"), "deploy", "7net-0", "-o",
+                    os.path.join(outdir, "sevenn0_deployed")], check=True, stdout=subprocess.DEVNULL)
 
 
 # the packages the tests run: (checkpoint in the output dir, package, export arguments)
