@@ -34,7 +34,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unittest", "lammps"))
-from harness import melt_commands, relative_difference, snapshot_commands, thermo_table  # noqa: E402
+from harness import melt_commands, relative_difference, snapshot_commands, thermo_table, worse  # noqa: E402
 
 TOLERANCE = 1e-10
 STEPS = (0, 20)
@@ -200,9 +200,9 @@ def worst_difference(tested, reference):
         ref_f, got_f = np.array(ref["forces"]), np.array(got["forces"])
         if not np.array_equal(ref_f[:, 0], got_f[:, 0]):
             return float("inf")
-        worst = max(worst, relative_difference(got_f[:, 1:], ref_f[:, 1:]))
+        worst = worse(worst, relative_difference(got_f[:, 1:], ref_f[:, 1:]))
         for got_g, ref_g in zip(got["globals"], ref["globals"]):
-            worst = max(worst, relative_difference(np.array([got_g]), np.array([ref_g])))
+            worst = worse(worst, relative_difference(np.array([got_g]), np.array([ref_g])))
     return worst
 
 

@@ -36,40 +36,21 @@ node energies (force strategy model or global_energy) get the first two checks o
 import argparse
 import json
 import math
+import os
+import re
 import sys
+import tempfile
 from typing import Dict, List, Tuple
 
 import torch
 
 import nvalchemi_lammps.ops
-from nvalchemi_lammps.contract import CONTRACT_VERSION, METADATA_FILE
+from nvalchemi_lammps.contract import check_metadata
 from nvalchemi_lammps.model_file import AOTINDUCTOR, LoadedModel
 from nvalchemi_lammps.periodic import lattice_shifts, periodic_edges
 from nvalchemi_lammps.spec import HALO_MODES, effective_spec, forces_from_node_energies, halo_rules
 
-UNITS = ("lj", "real", "metal", "si", "cgs", "electron", "micro", "nano")
 TOOLKIT_SPEC_VERSION = 2
-
-
-def check_metadata(text: str) -> Dict:
-    """The metadata as a dict; raises ValueError naming what is wrong."""
-    if not text:
-        raise ValueError(f"no metadata ({METADATA_FILE}): write the model with nvalchemi_lammps.export.save_model")
-    meta = json.loads(text)
-    for key in ("contract_version", "cutoff", "species", "units", "dtype", "spec"):
-        if key not in meta:
-            raise ValueError(f"missing key '{key}'")
-    if meta["contract_version"] != CONTRACT_VERSION:
-        raise ValueError(f"contract_version {meta['contract_version']}, this tool checks version {CONTRACT_VERSION}")
-    if not meta["cutoff"] > 0:
-        raise ValueError(f"cutoff must be positive, got {meta['cutoff']}")
-    if not meta["species"] or any(not 1 <= int(z) <= 118 for z in meta["species"]):
-        raise ValueError(f"species must be atomic numbers 1..118, got {meta['species']}")
-    if meta["units"] not in UNITS:
-        raise ValueError(f"units '{meta['units']}' is not a LAMMPS unit style ({', '.join(UNITS)})")
-    if meta["dtype"] not in ("float64", "float32"):
-        raise ValueError(f"dtype must be float64 or float32, got '{meta['dtype']}'")
-    return meta
 
 
 def checked_spec(spec: Dict, halo: str) -> Dict:
@@ -215,8 +196,99 @@ def check_in_step(model, meta: Dict, spec: Dict, atoms: int, seed: int) -> Tuple
     return True, f"{len(first)} exchange call(s) on every rank, with and without atoms: [{listed(first)}]"
 
 
+# rank 0's line naming what pair_style nvalchemi loaded (pair_nvalchemi.cpp, apply_model)
+_LOADED = re.compile(r"pair_style nvalchemi \([^)]*\): model .* \((?P<format>[^()]*)\), contract v\d+, units "
+                     r"(?P<units>\w+), (?P<dtype>float\d+), cutoff (?P<cutoff>\S+), species:(?P<species>( \w+)+)")
+
+
+def through_lammps(args, report, skip) -> bool:
+    """A file without the package's metadata (another framework's deployed file, or no model),
+    judged by pair_style nvalchemi itself through LAMMPS' Python module, on one process: whether
+    it loads the file and as what, then its forces on a random periodic cell against central
+    differences of its energy, as LAMMPS computes both. False where LAMMPS' module is not
+    importable (the caller judges the file alone)."""
+    try:
+        from lammps import lammps
+    except ImportError:
+        return False
+
+    with tempfile.TemporaryDirectory(prefix="nvalchemi-check-") as workdir:
+        log = os.path.join(workdir, "log.lammps")
+        lmp = lammps(cmdargs=["-log", log, "-screen", "none", "-nocite"])
+        try:
+            lmp.commands_string("units metal\nregion box block 0 10 0 10 0 10\ncreate_box 1 box\n"
+                                f"pair_style nvalchemi {args.model}")
+        except Exception as exc:  # noqa: BLE001  (LAMMPS' error is the verdict)
+            report("load", False, f"pair_style nvalchemi refuses it: {str(exc).strip()}")
+            lmp.close()
+            return True
+        lmp.close()
+        with open(log) as f:
+            loaded = _LOADED.search(f.read())
+        if loaded is None:
+            report("load", False, "pair_style nvalchemi loaded it but did not log what it loaded")
+            return True
+        symbols = loaded["species"].split()
+        cutoff, units, dtype = float(loaded["cutoff"]), loaded["units"], loaded["dtype"]
+        report("load", True, f"pair_style nvalchemi reads it as {loaded['format']}: units {units}, {dtype}, "
+                             f"cutoff {cutoff}, species {loaded['species'].strip()}")
+        # the cell's atoms as indices into the species (LAMMPS types from 1)
+        positions, species_index, cell = random_cell(list(range(len(symbols))), cutoff, args.atoms, args.seed,
+                                                     torch.float64)
+        lmp = lammps(cmdargs=["-log", "none", "-screen", "none", "-nocite"])
+        try:
+            (lx, _, _), (xy, ly, _), (xz, yz, lz) = cell.tolist()
+            lmp.commands_string(f"units {units}\natom_modify map yes\n"
+                                f"region box prism 0 {lx!r} 0 {ly!r} 0 {lz!r} {xy!r} {xz!r} {yz!r}\n"
+                                f"create_box {len(symbols)} box\nmass * 1.0\n")
+            lmp.create_atoms(args.atoms, list(range(1, args.atoms + 1)), [int(t) + 1 for t in species_index],
+                             positions.reshape(-1).tolist())
+            lmp.commands_string(f"pair_style nvalchemi {args.model}\npair_coeff * * {' '.join(symbols)}\nrun 0")
+            energy = lmp.get_thermo("pe")
+            forces = torch.tensor(list(lmp.gather_atoms("f", 1, 3)), dtype=torch.float64).view(-1, 3)
+            if not (math.isfinite(energy) and bool(torch.isfinite(forces).all())):
+                report("forces", False, f"on {args.atoms} atoms LAMMPS computed an energy of {energy} and "
+                                        f"{int((~torch.isfinite(forces)).sum())} force components that are not "
+                                        "finite")
+                return True
+            # a float32 energy's differences need a longer step (its rounding over the step)
+            h, fd_tol = (1e-5 * cutoff, 1e-6) if dtype == "float64" else (1e-2, 1e-2)
+            g = torch.Generator().manual_seed(args.seed)
+            picks = [(int(torch.randint(args.atoms, (1,), generator=g)), int(torch.randint(3, (1,), generator=g)))
+                     for _ in range(args.fd)]
+            fd = []
+            for atom, dim in picks:
+                energies = []
+                for step in (h, -h):
+                    moved = positions[atom].clone()
+                    moved[dim] += step
+                    lmp.command(f"set atom {atom + 1} x {float(moved[0])!r} y {float(moved[1])!r} "
+                                f"z {float(moved[2])!r}")
+                    lmp.command("run 0")
+                    energies.append(lmp.get_thermo("pe"))
+                lmp.command(f"set atom {atom + 1} x {float(positions[atom, 0])!r} y {float(positions[atom, 1])!r} "
+                            f"z {float(positions[atom, 2])!r}")
+                fd.append(-(energies[0] - energies[1]) / (2 * h))
+            analytic = torch.tensor([float(forces[atom, dim]) for atom, dim in picks], dtype=torch.float64)
+            error = relative(analytic, torch.tensor(fd, dtype=torch.float64)) if picks else 0.0
+            report("forces", error <= fd_tol, f"{args.atoms} atoms as pair_style nvalchemi runs the file: "
+                                              f"{len(picks)} components vs central differences: {error:.2e} "
+                                              f"relative (allowed {fd_tol:.0e})")
+        except Exception as exc:  # noqa: BLE001
+            report("forces", False, f"pair_style nvalchemi failed on {args.atoms} atoms: {str(exc).strip()}")
+        finally:
+            lmp.close()
+    skip("split", "a file of another framework runs in the halo mode its format fixes; a decomposed run of "
+                  "it is LAMMPS' own (compare runs on 1 and N ranks)")
+    return True
+
+
 def relative(a, b):
+    """max |a - b| / max |b|; NaN where either holds a number that is not finite, so that every
+    comparison `value <= tol` fails on it."""
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    if not (bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())):
+        return math.nan
     scale = float(b.abs().max())
     diff = float((a - b).abs().max())
     return diff / scale if scale > 0 else diff
@@ -258,9 +330,12 @@ def main(argv=None):
     try:
         model = LoadedModel(args.model)
     except Exception as exc:  # noqa: BLE001  (any loader failure is the verdict)
-        report("load", False, f"neither a TorchScript archive nor an AOTInductor package: {exc}")
+        if not through_lammps(args, report, skip):
+            report("load", False, f"neither a TorchScript archive nor an AOTInductor package: {exc}")
         return verdict()
     print(f"nvalchemi-check: {args.model} ({model.format})")
+    if not model.metadata_text and through_lammps(args, report, skip):
+        return verdict()
     try:
         meta = check_metadata(model.metadata_text)
         spec = checked_spec(meta["spec"], args.halo)
@@ -297,6 +372,10 @@ def main(argv=None):
     except Exception as exc:  # noqa: BLE001
         report("contract", False, f"the model fails on a rank with no atoms (it must return an "
                                   f"empty '{model.energy_key}'): {exc}")
+        return verdict()
+    if not (math.isfinite(float(energy)) and bool(torch.isfinite(forces).all())):
+        report("contract", False, f"on {args.atoms} atoms the model returned an energy of {float(energy):.10g} and "
+                                  f"{int((~torch.isfinite(forces)).sum())} force components that are not finite")
         return verdict()
     report("contract", True, f"{args.atoms} atoms, {senders.shape[0]} edges: energy {energy:.10g}; "
                              "no atoms: no energies")
@@ -340,7 +419,7 @@ def main(argv=None):
                                               rows[rank_receivers] - rows[rank_senders], numbers, cell,
                                               args.atoms, dtype, halo=halo)
         e_err, f_err = relative(split_energy, energy), relative(split_forces, forces)
-        ok = max(e_err, f_err) <= tol
+        ok = e_err <= tol and f_err <= tol
         hint = "" if ok else (" (a model must compute geometry from edge_vectors, sum only owned rows' "
                               "energies and, with more than one layer in halo mode layerwise, refresh "
                               "ghost rows between layers)")

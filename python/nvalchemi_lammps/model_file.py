@@ -9,8 +9,8 @@ from typing import Dict, Tuple
 
 import torch
 
-from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE, CONTRACT_INPUTS,
-                                      METADATA_FILE)
+from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
+                                      AOTI_PACKAGE_MARKER, CONTRACT_INPUTS, METADATA_FILE)
 
 TORCHSCRIPT = "TorchScript"
 AOTINDUCTOR = "AOTInductor"
@@ -21,7 +21,7 @@ def file_format(path: str) -> str:
     AOTInductor package holds and a TorchScript archive does not), else TORCHSCRIPT."""
     with open(path, "rb") as model:
         data = model.read()
-    return AOTINDUCTOR if data[:2] == b"PK" and b"/data/aotinductor/" in data else TORCHSCRIPT
+    return AOTINDUCTOR if data[:2] == b"PK" and AOTI_PACKAGE_MARKER.encode() in data else TORCHSCRIPT
 
 
 def output_format(path: str) -> str:

@@ -10,24 +10,11 @@ style prints as the "effective spec".
 """
 
 import copy
-import json
-import os
-import re
 from typing import Dict, List, Optional
 
-_TABLES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nvalchemi_spec_tables.h")
+from nvalchemi_lammps.tables import read_table
 
-
-def _read_tables() -> Dict:
-    with open(_TABLES_FILE) as header:
-        text = header.read()
-    found = re.search(r'SPEC_TABLES_JSON = R"json\((.*?)\)json"', text, re.DOTALL)
-    if found is None:
-        raise RuntimeError(f"{_TABLES_FILE} holds no R\"json( ... )json\" table")
-    return json.loads(found.group(1))
-
-
-TABLES = _read_tables()
+TABLES = read_table("nvalchemi_spec_tables.h", "SPEC_TABLES_JSON")
 HALO_MODES: List[str] = [mode["name"] for mode in TABLES["halo_modes"]]
 PRESETS: Dict[str, Dict] = {preset["name"]: preset["spec"] for preset in TABLES["presets"]}
 # the package's force strategy names, and the toolkit's synonyms for them

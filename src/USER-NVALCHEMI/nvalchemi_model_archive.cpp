@@ -4,11 +4,14 @@
 
 #include "nvalchemi_model_archive.h"
 
+#include "nvalchemi_contract_tables.h"
+
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <string_view>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -136,6 +139,80 @@ namespace NVAlchemi {
                                  "or modified after it was written); write or copy it again");
       at += 46 + name_length + extra_length + comment_length;
     }
+  }
+
+  namespace {
+    // The start of the data of the zip entry <name>/data.pkl (stored, as PyTorch writes it) and
+    // the first thing its pickle makes: the module of the class it names ("mace.modules.models",
+    // "__torch__.Model"), "dict" for a dictionary; "" where there is no such entry.
+    std::string top_level_pickle(const std::string &bytes)
+    {
+      const auto u16 = [&](size_t at) {
+        return static_cast<size_t>(static_cast<unsigned char>(bytes[at])) |
+            static_cast<size_t>(static_cast<unsigned char>(bytes[at + 1])) << 8;
+      };
+      for (size_t at = bytes.find("PK\x03\x04"); at != std::string::npos && at + 30 < bytes.size();
+           at = bytes.find("PK\x03\x04", at + 4)) {
+        const size_t name_length = u16(at + 26), data = at + 30 + name_length + u16(at + 28);
+        if (data + 2 >= bytes.size()) break;
+        const std::string name = bytes.substr(at + 30, name_length);
+        if (name.size() < 9 || name.compare(name.size() - 9, 9, "/data.pkl") != 0 ||
+            name.find('/') != name.size() - 9)
+          continue;
+        // PROTO n, then GLOBAL "module\nname\n" or EMPTY_DICT
+        const size_t op = static_cast<unsigned char>(bytes[data]) == 0x80 ? data + 2 : data;
+        if (bytes[op] == '}') return "dict";
+        if (bytes[op] != 'c') return "object";
+        const size_t end = bytes.find('\n', op + 1);
+        return end == std::string::npos ? "object" : bytes.substr(op + 1, end - op - 1);
+      }
+      return "";
+    }
+  }    // namespace
+
+  std::string describe_non_model(const std::string &bytes)
+  {
+    const auto holds = [&](std::string_view text) { return bytes.find(text) != std::string::npos; };
+    const std::string formats = "pair_style nvalchemi reads TorchScript files (.pt) and "
+                                "AOTInductor packages (.pt2)";
+    if (bytes.compare(0, 2, "PK") != 0) {
+      // pickle protocol 2 and above start with the PROTO opcode 0x80
+      if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80)
+        return "it is a Python pickle (torch.save's legacy format), which needs Python to read; " +
+            formats + ": export the model with the package's exporter";
+      return "it is not a model file (" + formats + ", which are zip archives; this file is " +
+          "not one): check the path and the file given to pair_style";
+    }
+    // torch.save's archive and TorchScript's both hold <name>/data.pkl (torch.save's may hold
+    // code/ too, for TorchScript parts of the object): what its pickle makes first tells them
+    // apart, a TorchScript module (__torch__.*) or any other object
+    const std::string top = top_level_pickle(bytes);
+    if (!top.empty() && top.compare(0, 9, "__torch__") != 0) {
+      // what each framework's pickle names: its model's module, or a key of its config
+      struct Framework {
+        const char *marker, *name, *exporter;
+      };
+      static constexpr Framework FRAMEWORKS[] = {
+          {"mace.modules", "MACE (such as its training output, name.model)",
+           "nvalchemi-mace-export <file> -o model.pt2"},
+          {"num_convolution_layer", "SevenNet (such as checkpoint_best.pth)",
+           "nvalchemi-sevenn-export <file> -o model.pt2"},
+          {"nequip", "nequip or Allegro (such as best.ckpt)",
+           "nvalchemi-nequip-export <file> -o model.pt2"}};
+      for (const Framework &f : FRAMEWORKS)
+        if (holds(f.marker))
+          return std::string("it is a checkpoint of ") + f.name +
+              " written by torch.save, a pickled Python object that needs Python and the "
+              "framework to read, not a deployed model: export it with " + f.exporter;
+      return "it is a checkpoint written by torch.save (a pickled Python object that needs "
+             "Python to read), not a deployed model: export the model with the package's "
+             "exporter (nvalchemi-mace-export, nvalchemi-sevenn-export, nvalchemi-nequip-export) "
+             "or nvalchemi_lammps.export.save_model";
+    }
+    if (top.empty() && !holds(AOTI_PACKAGE_MARKER))
+      return "it is a zip archive but neither a TorchScript file nor an AOTInductor package (" +
+          formats + ")";
+    return "";
   }
 
 }    // namespace NVAlchemi

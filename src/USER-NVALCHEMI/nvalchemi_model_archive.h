@@ -18,6 +18,12 @@ namespace NVAlchemi {
   // fails, or saying the archive is truncated.
   void check_archive(const std::string &bytes);
 
+  // What a file that PyTorch could not load as a model is, said for the user with what to do
+  // ("" where nothing more can be said than the loader's message): a checkpoint written by
+  // torch.save (a framework's training output, named where its pickle names the framework), a
+  // legacy pickle, a zip archive of neither format, a file that is no archive.
+  std::string describe_non_model(const std::string &bytes);
+
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS
 

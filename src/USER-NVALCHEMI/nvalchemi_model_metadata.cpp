@@ -7,8 +7,10 @@
 
 #include "json.h"
 
-#include <set>
+#include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 using LAMMPS_NS::json;
 
@@ -27,28 +29,49 @@ namespace NVAlchemi {
         "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og"};
     constexpr int NUM_ELEMENTS = sizeof(ELEMENTS) / sizeof(ELEMENTS[0]);
 
-    const json &require(const json &obj, const char *key)
-    {
-      auto it = obj.find(key);
-      if (it == obj.end()) throw std::invalid_argument(std::string("missing key '") + key + "'");
-      return *it;
-    }
-
     [[noreturn]] void wrong_type(const char *key, const char *expected)
     { throw std::invalid_argument(std::string("key '") + key + "' must be " + expected); }
 
-    std::string require_string(const json &obj, const char *key)
+    // the table's metadata keys (nvalchemi_contract_tables.h)
+    const json &metadata_keys()
     {
-      const json &v = require(obj, key);
-      if (!v.is_string()) wrong_type(key, "a string");
-      return v.get<std::string>();
+      static const json keys = json::parse(CONTRACT_TABLES_JSON).at("metadata_keys");
+      return keys;
     }
 
-    int require_int(const json &obj, const char *key)
+    // Checks `value` of key `key` as its entry of the table says; throws naming what is wrong.
+    void check_value(const json &entry, const std::string &key, const json &value)
     {
-      const json &v = require(obj, key);
-      if (!v.is_number_integer()) wrong_type(key, "an integer");
-      return v.get<int>();
+      const std::string type = entry.at("type").get<std::string>();
+      const char *name = key.c_str();
+      if (type == "integer" && !value.is_number_integer()) wrong_type(name, "an integer");
+      if (type == "number" && !value.is_number()) wrong_type(name, "a number");
+      if (type == "string" && !value.is_string()) wrong_type(name, "a string");
+      if (type == "object" && !value.is_object())
+        wrong_type(name, "a JSON object (a preset name plus overrides, or a full spec)");
+      if (type == "atomic_numbers") {
+        if (!value.is_array() || value.empty())
+          wrong_type(name, "a non-empty list of atomic numbers");
+        for (const json &z : value)
+          if (!z.is_number_integer() || z.get<int>() < 1 || z.get<int>() > NUM_ELEMENTS)
+            wrong_type(name, "a non-empty list of atomic numbers (1..118)");
+      }
+      if (!entry.contains("check")) return;
+      const json &check = entry.at("check");
+      if (check == "positive" && !(value.get<double>() > 0.0))
+        throw std::invalid_argument("key '" + key + "' must be positive");
+      if (check == "contract_version" && value.get<int>() != CONTRACT_VERSION)
+        throw std::invalid_argument("contract_version is " + std::to_string(value.get<int>()) +
+                                    " but this build of USER-NVALCHEMI implements version " +
+                                    std::to_string(CONTRACT_VERSION));
+      if (check.is_array() && std::find(check.begin(), check.end(), value) == check.end()) {
+        std::string allowed;
+        for (size_t i = 0; i < check.size(); ++i)
+          allowed += (i == 0 ? "" : " or ") + check[i].dump();
+        throw std::invalid_argument("key '" + key + "' must be " + allowed + ", not " +
+                                    value.dump());
+      }
+      // "unit_style": where the units are converted (unit_conversion), which names the styles
     }
   }    // namespace
 
@@ -62,45 +85,29 @@ namespace NVAlchemi {
     }
     if (!root.is_object()) throw std::invalid_argument("the top level must be a JSON object");
 
-    static const std::set<std::string> known = {
-        "contract_version", "cutoff", "species", "units", "dtype", "spec", "torch_version",
-        "cuda_version"};
-    for (const auto &item : root.items())
-      if (!known.count(item.key())) throw std::invalid_argument("unknown key '" + item.key() + "'");
-
-    ModelMetadata meta;
-    meta.contract_version = require_int(root, "contract_version");
-    if (meta.contract_version != CONTRACT_VERSION)
-      throw std::invalid_argument("contract_version is " + std::to_string(meta.contract_version) +
-                                  " but this build of USER-NVALCHEMI implements version " +
-                                  std::to_string(CONTRACT_VERSION));
-
-    const json &cutoff = require(root, "cutoff");
-    if (!cutoff.is_number()) wrong_type("cutoff", "a number");
-    meta.cutoff = cutoff.get<double>();
-    if (!(meta.cutoff > 0.0)) throw std::invalid_argument("key 'cutoff' must be positive");
-
-    const json &species = require(root, "species");
-    if (!species.is_array() || species.empty())
-      wrong_type("species", "a non-empty list of atomic numbers");
-    for (const auto &z : species) {
-      if (!z.is_number_integer() || z.get<int>() < 1 || z.get<int>() > NUM_ELEMENTS)
-        wrong_type("species", "a non-empty list of atomic numbers (1..118)");
-      meta.species.push_back(z.get<int>());
+    for (const auto &item : root.items()) {
+      const auto entry = std::find_if(metadata_keys().begin(), metadata_keys().end(),
+                                      [&](const json &e) { return e.at("name") == item.key(); });
+      if (entry == metadata_keys().end())
+        throw std::invalid_argument("unknown key '" + item.key() + "'");
+    }
+    for (const json &entry : metadata_keys()) {
+      const std::string key = entry.at("name").get<std::string>();
+      if (root.contains(key))
+        check_value(entry, key, root.at(key));
+      else if (entry.at("required").get<bool>())
+        throw std::invalid_argument("missing key '" + key + "'");
     }
 
-    meta.units = require_string(root, "units");
-    meta.dtype = require_string(root, "dtype");
-    if (meta.dtype != "float64" && meta.dtype != "float32")
-      throw std::invalid_argument("key 'dtype' must be \"float64\" or \"float32\", not \"" +
-                                  meta.dtype + "\"");
-
-    const json &spec = require(root, "spec");
-    if (!spec.is_object())
-      wrong_type("spec", "a JSON object (a preset name plus overrides, or a full spec)");
-    meta.spec = MLIPSpec::from_json(spec.dump());
-    if (root.contains("torch_version")) meta.torch_version = require_string(root, "torch_version");
-    if (root.contains("cuda_version")) meta.cuda_version = require_string(root, "cuda_version");
+    ModelMetadata meta;
+    meta.contract_version = root.at("contract_version").get<int>();
+    meta.cutoff = root.at("cutoff").get<double>();
+    meta.species = root.at("species").get<std::vector<int>>();
+    meta.units = root.at("units").get<std::string>();
+    meta.dtype = root.at("dtype").get<std::string>();
+    meta.spec = MLIPSpec::from_json(root.at("spec").dump());
+    if (root.contains("torch_version")) meta.torch_version = root.at("torch_version");
+    if (root.contains("cuda_version")) meta.cuda_version = root.at("cuda_version");
     return meta;
   }
 

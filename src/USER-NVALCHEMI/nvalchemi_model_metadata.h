@@ -7,6 +7,7 @@
 #ifndef LMP_NVALCHEMI_MODEL_METADATA_H
 #define LMP_NVALCHEMI_MODEL_METADATA_H
 
+#include "nvalchemi_contract_tables.h"
 #include "nvalchemi_spec.h"
 
 #include <string>
@@ -14,12 +15,6 @@
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
-
-  // Version of the model contract (doc/Howto_nvalchemi_contract.rst) this build implements.
-  static constexpr int CONTRACT_VERSION = 1;
-
-  // Name of the extra file inside a TorchScript archive that holds the model's metadata.
-  static constexpr const char *METADATA_FILE = "nvalchemi_metadata.json";
 
   struct ModelMetadata {
     int contract_version = 0;

@@ -9,12 +9,14 @@
 #include "nvalchemi_halo_ops.h"
 #include "nvalchemi_model_archive.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
 #include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -22,8 +24,37 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  namespace {
+    // oneMKL 2024.2, which PyTorch's CPU wheels up to 2.14.1 bundle, picks each VML function's
+    // kernel on its first call without a lock: when that call runs on several threads at once,
+    // one thread's chunk can come from a low-accuracy kernel (up to ~4000 ulp; PyTorch issue
+    // 188792). Calling each VML-backed unary function once on one thread, in float32 and
+    // float64, picks the kernels before any parallel call (what PyTorch's PR 188791 proposes).
+    void choose_vml_kernels()
+    {
+      static std::once_flag once;
+      std::call_once(once, [] {
+        const int threads = at::get_num_threads();
+        at::set_num_threads(1);
+        using Unary = at::Tensor (*)(const at::Tensor &);
+        static const Unary FUNCTIONS[] = {
+            &at::acos,  &at::asin,  &at::atan, &at::cos,   &at::cosh,  &at::erf,  &at::erfc,
+            &at::erfinv, &at::exp,  &at::expm1, &at::lgamma, &at::log, &at::log10, &at::log1p,
+            &at::log2,  &at::rsqrt, &at::sin,  &at::sinh,  &at::sqrt,  &at::tan,  &at::tanh};
+        for (const auto dtype : {at::kFloat, at::kDouble}) {
+          const at::Tensor x = at::linspace(0.1, 0.9, 64, at::TensorOptions().dtype(dtype));
+          for (const Unary function : FUNCTIONS) (void) function(x);
+        }
+        at::set_num_threads(threads);
+      });
+    }
+  }    // namespace
+
   void ModelRunner::set_num_threads(int nthreads)
-  { at::set_num_threads(nthreads); }
+  {
+    if (nthreads > 1) choose_vml_kernels();
+    at::set_num_threads(nthreads);
+  }
 
   bool operator_registered(const std::string &qualified_name)
   {
@@ -92,20 +123,26 @@ namespace NVAlchemi {
     // a .pt2 is a zip archive whose entries (names stored uncompressed) sit under
     // <name>/data/aotinductor/; a TorchScript archive has none there
     return file_bytes.compare(0, 2, "PK") == 0 &&
-        file_bytes.find("/data/aotinductor/") != std::string::npos;
+        file_bytes.find(AOTI_PACKAGE_MARKER) != std::string::npos;
   }
 
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device)
   {
     const bool aoti = is_aoti_package(file_bytes);
+    const std::string as = aoti ? "as an AOTInductor model: " : "as a TorchScript model: ";
     try {
       check_archive(file_bytes);
+    } catch (std::exception &e) {
+      throw std::runtime_error(as + e.what());
+    }
+    try {
       register_exchange_ops();    // before deserializing: the model's code may call them
       if (aoti) return load_aoti_model(file_bytes, device);
       return load_torchscript_model(file_bytes, device);
     } catch (std::exception &e) {
-      throw std::runtime_error(std::string(aoti ? "as an AOTInductor" : "as a TorchScript") +
-                               " model: " + e.what());
+      // an intact file LibTorch cannot load: say what it is where the bytes tell
+      const std::string what = describe_non_model(file_bytes);
+      throw std::runtime_error(what.empty() ? as + e.what() : "as a model: " + what);
     }
   }
 

@@ -33,13 +33,6 @@ namespace LAMMPS_NS {
 namespace NVAlchemi {
 
   namespace {
-    // the package's metadata entry naming the energy output (nvalchemi_lammps.export.AOTI_ENERGY_OUTPUT)
-    constexpr const char *ENERGY_OUTPUT = "nvalchemi_energy_output";
-    // the entry saying how the program takes n_owned (nvalchemi_lammps.contract.AOTI_OWNED_ROWS):
-    // OWNED_ROWS_AS_SIZE, or absent for the scalar
-    constexpr const char *OWNED_ROWS = "nvalchemi_owned_rows";
-    constexpr const char *OWNED_ROWS_AS_SIZE = "size";
-
     // The package's bytes in a file of its own for the loader, removed when done with.
     class TemporaryPackage {
      public:
@@ -177,9 +170,11 @@ namespace NVAlchemi {
     class ContractProgram : public CompiledRunner {
      public:
       ContractProgram(Package &&package, const Device &device)
-          : CompiledRunner(std::move(package.loader), device), metadata(package.meta[METADATA_FILE]),
-            energy_output(package.meta[ENERGY_OUTPUT]),
-            owned_rows_as_size(package.meta[OWNED_ROWS] == OWNED_ROWS_AS_SIZE)
+          : CompiledRunner(std::move(package.loader), device),
+            metadata(package.meta[std::string(METADATA_FILE)]),
+            energy_output(package.meta[std::string(AOTI_ENERGY_OUTPUT)]),
+            owned_rows_as_size(package.meta[std::string(AOTI_OWNED_ROWS)] ==
+                               AOTI_OWNED_ROWS_AS_SIZE)
       {}
 
       const std::string &metadata_text() const override { return metadata; }
@@ -379,7 +374,8 @@ namespace NVAlchemi {
     std::unique_ptr<ModelRunner> runner;
     rethrow_torch_errors([&] {
       Package package = load_package(package_bytes, device);
-      if (package.meta[METADATA_FILE].empty() && NequipAllegroProgram::recognises(package.meta))
+      if (package.meta[std::string(METADATA_FILE)].empty() &&
+          NequipAllegroProgram::recognises(package.meta))
         runner = std::make_unique<NequipAllegroProgram>(std::move(package), device);
       else
         runner = std::make_unique<ContractProgram>(std::move(package), device);

@@ -16,8 +16,6 @@ namespace LAMMPS_NS {
 namespace NVAlchemi {
 
 
-  const char *const ContractInputs::NAMES[ContractInputs::COUNT] = {
-      "positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell", "pbc", "n_owned"};
 
   std::string libtorch_version()
   { return TORCH_VERSION; }
@@ -183,7 +181,7 @@ namespace NVAlchemi {
     for (int k = 0; k < ContractInputs::COUNT; ++k)
       if (in.tensors[k]._version() != in.versions[k])
         throw std::runtime_error(std::string("the model changed its input '") +
-                                 ContractInputs::NAMES[k] +
+                                 std::string(ContractInputs::NAMES[k]) +
                                  "' in place; inputs are the package's buffers, read-only to the "
                                  "model: compute on a copy (.clone()) or out of place");
   }

@@ -8,6 +8,7 @@
 #ifndef LMP_NVALCHEMI_RUNNER_TORCH_H
 #define LMP_NVALCHEMI_RUNNER_TORCH_H
 
+#include "nvalchemi_contract_tables.h"
 #include "nvalchemi_device.h"
 #include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -66,7 +68,12 @@ namespace NVAlchemi {
   // The contract's seven inputs (doc/Howto_nvalchemi_contract.rst), in its positional order.
   struct ContractInputs {
     static constexpr int COUNT = 7;
-    static const char *const NAMES[COUNT];
+    // the contract's input names in this order (nvalchemi_contract_tables.h)
+    static constexpr std::string_view NAMES[COUNT] = {
+        contract_list_item("contract_inputs", 0), contract_list_item("contract_inputs", 1),
+        contract_list_item("contract_inputs", 2), contract_list_item("contract_inputs", 3),
+        contract_list_item("contract_inputs", 4), contract_list_item("contract_inputs", 5),
+        contract_list_item("contract_inputs", 6)};
     torch::Tensor tensors[COUNT];    // positions ... n_owned
     int64_t versions[COUNT];         // their version counters when made (in-place writes bump)
     torch::Tensor &edge_vectors() { return tensors[3]; }

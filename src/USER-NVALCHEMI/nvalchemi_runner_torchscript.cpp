@@ -64,7 +64,7 @@ namespace NVAlchemi {
       {
         rethrow_torch_errors([&] {
           std::istringstream stream(archive);
-          torch::jit::ExtraFilesMap extra{{METADATA_FILE, ""}};
+          torch::jit::ExtraFilesMap extra{{std::string(METADATA_FILE), ""}};
           for (const auto &name : foreign_extra_files()) extra[name] = "";
           try {
             module = torch::jit::load(stream, placement.device(), extra);
@@ -73,7 +73,7 @@ namespace NVAlchemi {
             throw;
           }
           module.eval();
-          metadata = extra[METADATA_FILE];
+          metadata = extra[std::string(METADATA_FILE)];
           // a file of another framework's LAMMPS style, without the package's metadata
           if (metadata.empty()) foreign = foreign_model(module, extra);
           if (foreign) metadata = foreign->metadata_text();
@@ -181,7 +181,7 @@ namespace NVAlchemi {
       {
         c10::Dict<std::string, torch::Tensor> inputs;
         for (int k = 0; k < ContractInputs::COUNT; ++k)
-          inputs.insert(ContractInputs::NAMES[k], in[k]);
+          inputs.insert(std::string(ContractInputs::NAMES[k]), in[k]);
         auto start = Clock::now();
         const c10::IValue result = foreign ? c10::IValue(foreign->forward(in))
                                            : module.forward({inputs});

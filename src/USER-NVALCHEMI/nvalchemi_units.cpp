@@ -4,9 +4,16 @@
 
 #include "nvalchemi_units.h"
 
+#include "nvalchemi_contract_tables.h"
 #include "nvalchemi_spec.h"
 
+#include "json.h"
+
 #include <stdexcept>
+#include <string>
+#include <vector>
+
+using LAMMPS_NS::json;
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -14,32 +21,43 @@ namespace NVAlchemi {
   namespace {
     // A physical unit style of LAMMPS (update.cpp, Update::set_units): how many of its length
     // units make one Angstrom (LAMMPS' force->angstrom) and how many of its energy units one
-    // electron volt.
+    // electron volt, as the contract's table gives them (nvalchemi_contract_tables.h)
     struct UnitStyle {
-      const char *name;
+      std::string name;
       double per_angstrom, per_ev;
     };
 
-    // 1 eV = 23.060549 kcal/mol is LAMMPS' own metal <-> real factor (utils::
-    // get_conversion_factor) and 1.6021765e-19 J its elementary charge of units si (force->
-    // qelectron); micro's energy unit is pg um^2/us^2 = 1e-15 J, nano's ag nm^2/ns^2 = 1e-21 J;
-    // electron's Bohr radius (0.52917720859 A) and Hartree (27.21138386 eV) are CODATA 2006,
-    // as LAMMPS' constants of that style (force->angstrom 1.88972612, boltz 3.16681534e-6).
-    constexpr UnitStyle STYLES[] = {
-        {"metal", 1.0, 1.0},
-        {"real", 1.0, 23.060549},
-        {"si", 1.0e-10, 1.6021765e-19},
-        {"cgs", 1.0e-8, 1.6021765e-12},
-        {"electron", 1.0 / 0.52917720859, 1.0 / 27.21138386},
-        {"micro", 1.0e-4, 1.6021765e-4},
-        {"nano", 1.0e-1, 160.21765},
-    };
+    const std::vector<UnitStyle> &physical_styles()
+    {
+      static const std::vector<UnitStyle> styles = [] {
+        std::vector<UnitStyle> found;
+        const json tables = json::parse(CONTRACT_TABLES_JSON);
+        for (const json &style : tables.at("unit_styles"))
+          if (style.contains("per_angstrom"))
+            found.push_back({style.at("name").get<std::string>(),
+                             style.at("per_angstrom").get<double>(),
+                             style.at("per_ev").get<double>()});
+        return found;
+      }();
+      return styles;
+    }
 
     const UnitStyle *find_style(const std::string &name)
     {
-      for (const UnitStyle &style : STYLES)
+      for (const UnitStyle &style : physical_styles())
         if (name == style.name) return &style;
       return nullptr;
+    }
+
+    // "lj, real, metal, ..." (every style of the table)
+    std::string style_names(const char *last_separator)
+    {
+      const json styles = json::parse(CONTRACT_TABLES_JSON).at("unit_styles");
+      std::string names;
+      for (size_t i = 0; i < styles.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == styles.size() ? last_separator : ", ") +
+            styles[i].at("name").get<std::string>();
+      return names;
     }
   }    // namespace
 
@@ -50,8 +68,8 @@ namespace NVAlchemi {
     const UnitStyle *model = find_style(model_units);
     if (!model && model_units != "lj")
       throw std::invalid_argument("declares units '" + model_units +
-                                  "', which is not a LAMMPS unit style (lj, real, metal, si, cgs, "
-                                  "electron, micro, nano): export it again with one of them");
+                                  "', which is not a LAMMPS unit style (" + style_names(", ") +
+                                  "): export it again with one of them");
     if (model_units == run_units) return c;
     if (model_units == "lj" || run_units == "lj")
       throw std::invalid_argument(
@@ -62,8 +80,7 @@ namespace NVAlchemi {
     const UnitStyle *run = find_style(run_units);
     if (!run)
       throw std::invalid_argument("cannot be converted to 'units " + run_units +
-                                  "': the package knows the factors of lj, real, metal, si, cgs, "
-                                  "electron, micro and nano");
+                                  "': the package knows the factors of " + style_names(" and "));
     c.length = model->per_angstrom / run->per_angstrom;
     c.energy = run->per_ev / model->per_ev;
     if (!c.converts()) return c;

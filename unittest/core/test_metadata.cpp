@@ -1,9 +1,13 @@
 // Unit tests: model metadata parsing and the element table.
 
 #include "nvalchemi_model_metadata.h"
+#include "nvalchemi_units.h"
+
+#include "json.h"
 
 #include "gtest/gtest.h"
 
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -100,4 +104,40 @@ TEST(Elements, SymbolsAndNumbersRoundTrip)
   EXPECT_EQ(atomic_number("ar"), 0);
   for (int z = 1; z <= 118; ++z) EXPECT_EQ(atomic_number(element_symbol(z)), z);
   EXPECT_EQ(element_symbol(0), "?");
+}
+
+// The cases nvalchemi-check judges too (unittest/lammps/contract_tables.py): both readers of the
+// contract's table accept and refuse the same metadata, with the same words
+TEST(Metadata, SharedCasesAsTheCheckerJudgesThem)
+{
+  std::ifstream in(NVALCHEMI_METADATA_CASES);
+  const LAMMPS_NS::json corpus = LAMMPS_NS::json::parse(in);
+  for (const auto &c : corpus.at("cases")) {
+    std::string text;
+    if (c.contains("text")) {
+      text = c.at("text").get<std::string>();
+    } else {
+      LAMMPS_NS::json meta = corpus.at("base");
+      if (c.contains("set"))
+        for (const auto &item : c.at("set").items()) meta[item.key()] = item.value();
+      if (c.contains("drop"))
+        for (const auto &key : c.at("drop")) meta.erase(key.get<std::string>());
+      text = meta.dump();
+    }
+    std::string refused;
+    try {
+      const ModelMetadata meta = parse_metadata(text);
+      unit_conversion(meta.units, meta.units, meta.spec);    // where units are checked
+    } catch (std::invalid_argument &e) {
+      refused = e.what();
+    }
+    const std::string name = c.at("name").get<std::string>();
+    if (c.at("accepted").get<bool>()) {
+      EXPECT_EQ(refused, "") << name;
+    } else {
+      const std::string fragment = c.at("fragment").get<std::string>();
+      EXPECT_NE(refused.find(fragment), std::string::npos)
+          << name << ": '" << refused << "' lacks '" << fragment << "'";
+    }
+  }
 }

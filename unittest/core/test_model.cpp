@@ -99,6 +99,49 @@ TEST(Archive, DamagedOrTruncatedModelFilesAreRefusedBeforeLoading)
   EXPECT_NO_THROW(check_archive("not an archive: left to the loader"));
 }
 
+TEST(Archive, FilesThatAreNoModelAreNamed)
+{
+  // a zip archive of one stored entry <name>/data.pkl, whose pickle starts with `pickle`, then
+  // `more` (other entries' names, as bytes a framework's pickle holds)
+  const auto zip = [](const std::string &name, const std::string &pickle, const std::string &more) {
+    std::string header = "PK\x03\x04" + std::string(22, '\0');
+    header += static_cast<char>(name.size());
+    header += std::string(3, '\0');
+    return header + name + pickle + more;
+  };
+  const auto said = [](const std::string &bytes) { return describe_non_model(bytes); };
+  const std::string proto = "\x80\x02";
+  const std::string mace = zip("tiny/data.pkl", proto + "cmace.modules.models\nScaleShiftMACE\n",
+                               " tiny/code/__torch__/e3nn.py tiny/constants.pkl");
+  EXPECT_NE(said(mace).find("checkpoint of MACE"), std::string::npos);
+  EXPECT_NE(said(mace).find("nvalchemi-mace-export"), std::string::npos);
+  EXPECT_NE(said(zip("checkpoint_best/data.pkl", proto + "}q\x00", "num_convolution_layer"))
+                .find("nvalchemi-sevenn-export"),
+            std::string::npos);
+  EXPECT_NE(said(zip("best/data.pkl", proto + "}q\x00", "nequip.model")).find(
+                "nvalchemi-nequip-export"),
+            std::string::npos);
+  EXPECT_NE(said(zip("x/data.pkl", proto + "ccollections\nOrderedDict\n", "")).find(
+                "written by torch.save"),
+            std::string::npos);
+  EXPECT_NE(said("\x80\x02}q\x00").find("Python pickle"), std::string::npos);
+  EXPECT_NE(said("# a LAMMPS input, not a model\n").find("not a model file"), std::string::npos);
+  EXPECT_NE(said(zip("readme.txt", "text", "")).find("neither a TorchScript file nor an AOTInductor"),
+            std::string::npos);
+  // the formats LibTorch reads: nothing to add to its own message
+  EXPECT_EQ(said(zip("m/data.pkl", proto + "c__torch__\nModel\n", " m/code/ m/constants.pkl")), "");
+  EXPECT_EQ(said(zip("m/data/aotinductor/model/m.wrapper.so", "\x7f" "ELF", "")), "");
+  for (const char *path : {NVALCHEMI_LJ_MODEL, NVALCHEMI_LJ_AOTI_MODEL})
+    EXPECT_EQ(said(read_file(path)), "") << path;
+  try {
+    load_model("# a LAMMPS input, not a model\n");
+    FAIL() << "a text file loaded";
+  } catch (std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("as a model: it is not a model file"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TorchScriptRunner, EnergiesAndEdgeGradientsMatchAnalyticLennardJones)
 {
   auto runner = load_model(read_file(NVALCHEMI_LJ_MODEL));
@@ -280,7 +323,7 @@ std::string scripted_model(const std::string &forward)
   torch::jit::Module module("Probe");
   module.define(forward);
   std::ostringstream out;
-  module.save(out, {{METADATA_FILE, lj->metadata_text()}});
+  module.save(out, {{std::string(METADATA_FILE), lj->metadata_text()}});
   return out.str();
 }
 }    // namespace

@@ -220,7 +220,7 @@ def forward(self, inputs: Dict[str, Tensor]) -> Dict[str, Tensor]:
 )");
   auto lj = load_model(read_file(NVALCHEMI_LJ_MODEL));
   std::ostringstream bytes;
-  module.save(bytes, {{METADATA_FILE, lj->metadata_text()}});
+  module.save(bytes, {{std::string(METADATA_FILE), lj->metadata_text()}});
   auto runner = load_model(bytes.str());
   for (const char *run : {"real", "electron", "cgs"}) {
     SCOPED_TRACE(run);

@@ -35,6 +35,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from owned_rows_only import require_owned_rows_only  # noqa: E402
 
 
+class NaNEnergies(torch.nn.Module):
+    """Pair energies over zero for the pairs beyond half the cutoff: NaN there."""
+
+    def forward(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        r = (inputs["edge_vectors"] ** 2).sum(dim=1).sqrt()
+        pair = torch.where(r > 1.0, torch.zeros_like(r) / 0.0, torch.exp(-r))
+        energies = torch.zeros(inputs["positions"].shape[0], dtype=r.dtype)
+        return {"atomic_energies": energies.index_add(0, inputs["neighbor_list"][:, 1], pair)}
+
+
 class GhostSum(torch.nn.Module):
     """Pair energies into every row, summed by the model over all rows (ghosts too) into
     per-row energies: right in one process, wrong on a rank."""
@@ -95,12 +105,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--python", required=True)
     parser.add_argument("--check", required=True)
-    parser.add_argument("--ready", nargs="+", required=True)
-    parser.add_argument("--deep-model", required=True)
+    parser.add_argument("--ready", nargs="*", default=[])
+    parser.add_argument("--deep-model", default="")
+    parser.add_argument("--foreign", nargs="*", default=[],
+                        help="other frameworks' deployed files, which pass as pair_style nvalchemi runs them")
     parser.add_argument("--own-forces", default="")
     parser.add_argument("--export", default="", help="the nvalchemi-export script")
     args = parser.parse_args()
     failures = []
+    # files without the package's metadata are judged through LAMMPS' Python module where it is
+    lammps_here = subprocess.run([args.python, "-c", "import lammps"], capture_output=True).returncode == 0
 
     def expect(label, extra, code, texts):
         rc, out = run(args, *extra)
@@ -110,6 +124,14 @@ def main():
         if not ok:
             failures.append(f"{label}: exit {rc} (expected {code}), missing {missing}\n{out[-2000:]}")
 
+    for model in args.foreign:
+        expect(f"foreign: {os.path.basename(model)}", [model], 0,
+               ["PASS  load", "pair_style nvalchemi reads it as", "PASS  forces", "SKIP  split",
+                "passed what was checked"])
+    if not args.ready:
+        if failures:
+            sys.exit("FAIL:\n" + "\n".join(failures))
+        return
     for model in args.ready:
         expect(f"ready: {os.path.basename(model)}", [model], 0,
                ["PASS  in step", "PASS  forces", "PASS  split", "is ready for pair_style nvalchemi"])
@@ -175,7 +197,14 @@ def main():
                        ["(AOTInductor)" if name.endswith("2") else "(TorchScript)", "is ready"])
         no_metadata = os.path.join(workdir, "no_metadata.pt")
         torch.jit.save(torch.jit.script(GhostSum()), no_metadata)
-        expect("no metadata", [no_metadata], 1, ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)"])
+        # judged by pair_style nvalchemi itself where LAMMPS' Python module is importable
+        expect("no metadata", [no_metadata], 1,
+               ["FAIL  load", "has no USER-NVALCHEMI metadata (nvalchemi_metadata.json"] if lammps_here else
+               ["FAIL  metadata", "no metadata (nvalchemi_metadata.json)", "run the nvalchemi-check of build/venv"])
+        nan_model = os.path.join(workdir, "nan_energies.pt")
+        require_refusal("returns energies that are not finite", NaNEnergies(), nan_model,
+                        dict(cutoff=2.0, species=[18], units="lj"), "not finite")
+        expect("energies that are not finite", [nan_model], 1, ["FAIL  contract", "not finite", "is NOT ready"])
         if args.export:
             schnet = os.path.join(os.path.dirname(__file__), "..", "..", "models", "schnet.py")
             for name in ("schnet_cli.pt", "schnet_cli.pt2"):
@@ -191,7 +220,7 @@ def main():
         not_a_model = os.path.join(workdir, "not_a_model.pt")
         with open(not_a_model, "w") as f:
             f.write("not a model\n")
-        expect("not a model file", [not_a_model], 1, ["FAIL  load"])
+        expect("not a model file", [not_a_model], 1, ["FAIL  load"] + (["it is not a model file"] if lammps_here else []))
     if failures:
         sys.exit("FAIL:\n" + "\n".join(failures))
 

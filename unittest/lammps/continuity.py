@@ -30,7 +30,7 @@ import tempfile
 import numpy as np
 
 from harness import (SYSTEMS, input_head, make_system, read_dumps, relative_difference, run_input,
-                     single_rank_kept, thermo_table, write_system)
+                     single_rank_kept, thermo_table, worse, write_system)
 
 DUMP_COLUMNS = "id proc type xu yu zu vx vy vz fx fy fz c_pe"
 THERMO = "step pe c_vir[1] c_vir[2] c_vir[3] c_vir[4] c_vir[5] c_vir[6] vol press"
@@ -137,11 +137,11 @@ class Checks:
             values.update({f: relative_difference(np.atleast_1d(t_glob[GLOBAL_FIELDS[f]]),
                                                   np.atleast_1d(r_glob[GLOBAL_FIELDS[f]])) for f in global_fields})
             for field, value in values.items():
-                worst = max(worst, value)
+                worst = worse(worst, value)
                 self.count += 1
-                if value > self.tol:
+                if not value <= self.tol:
                     self.failures.append(f"{name} step {step}: {field} differs by {value:.3e} relative")
-        self.worst = max(self.worst, worst)
+        self.worst = worse(self.worst, worst)
         print(f"{name:60s} {len(shared):3d} frames  worst {worst:10.3e}  {'ok' if worst <= self.tol else 'FAIL'}")
 
     def require(self, ok, message):

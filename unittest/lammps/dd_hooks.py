@@ -32,7 +32,7 @@ from typing import Dict
 import numpy as np
 import torch
 
-from harness import Checks, input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table
+from harness import Checks, input_head, make_system, read_dumps, relative_difference, run_lammps, thermo_table, worse
 
 HOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "models", "hooks.py")
 
@@ -251,7 +251,7 @@ def case_validate(args, workdir, fail):
                                body=f"fix dd all nvalchemi/dd validate {every} {args.tol}\nrun {steps}\n")
         output, _ = lammps(args, workdir, "validate_" + re.sub(r"\W+", "_", name), args.np, text)
         found = validations(output)
-        worst = max((max(x for x in v if x is not None) for v in found), default=None)
+        worst = worse(*(worse(*(x for x in v if x is not None)) for v in found)) if found else None
         fail.expect(len(found) == steps // every + 1 and worst is not None and worst <= args.tol,
                    f"{name} np{args.np}: {len(found)} validations pass, largest relative difference {worst}")
 
@@ -324,8 +324,8 @@ def case_hook(args, workdir, fail):
                          f"fix dd all nvalchemi/dd hook {restraint} local 1 stage before_compute\n"
                          "fix_modify dd energy yes\n")
     ref_thermo, ref_frames = run("native_restraint_stage_np1", 1, natives["restraint"])
-    worst = max(max(relative_difference(frames[s][:, 1:7], ref_frames[s][:, 1:7]),
-                    abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps))
+    worst = worse(*(worse(relative_difference(frames[s][:, 1:7], ref_frames[s][:, 1:7]),
+                          abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps)))
     fail.expect(worst <= args.tol, f"restraint at stage before_compute, np{args.np}: equals fix spring/self: {worst:.1e}")
 
     # observers: after the step they see the state the dump of that step writes; before the step
@@ -375,8 +375,8 @@ def case_hook(args, workdir, fail):
                 ref_thermo, ref_frames = native[1]
                 worst = 0.0
                 for step in (0, steps):
-                    worst = max(worst, relative_difference(frames[step][:, 1:7], ref_frames[step][:, 1:7]),
-                                abs(thermo[step][0] - ref_thermo[step][0]) / abs(ref_thermo[step][0]))
+                    worst = worse(worst, relative_difference(frames[step][:, 1:7], ref_frames[step][:, 1:7]),
+                                  abs(thermo[step][0] - ref_thermo[step][0]) / abs(ref_thermo[step][0]))
                 ok = worst <= args.tol
                 message = (f"{name} hook, scope {scope}, np{nranks}: positions, forces and pe equal fix "
                            f"{'spring/self' if name == 'restraint' else 'spring tether'} on 1 rank at steps "
@@ -438,9 +438,9 @@ def case_snapshot(args, workdir, fail):
         ids = np.array([int(r[-1]) for r in rows])
         fail.expect(np.array_equal(ids, dump[:, 0].astype(int)), f"step {step}: every atom once, sorted by ID")
         # the test systems' boxes start at the origin, so positions need no shift
-        worst = max(worst, relative_difference(image.get_forces(), dump[:, 5:8]),
-                    relative_difference(image.get_positions(), dump[:, 2:5]),
-                    abs(image.get_potential_energy() - thermo[step][0]) / abs(thermo[step][0]))
+        worst = worse(worst, relative_difference(image.get_forces(), dump[:, 5:8]),
+                      relative_difference(image.get_positions(), dump[:, 2:5]),
+                      abs(image.get_potential_energy() - thermo[step][0]) / abs(thermo[step][0]))
         fail.expect(list(image.get_chemical_symbols()) == ["Ar"] * len(ids) and all(image.pbc),
                    f"step {step}: species and pbc")
     fail.expect(worst <= args.tol, f"ASE reads the dump's forces, thermo pe and positions: {worst:.1e}")

@@ -265,6 +265,9 @@ def make_models(workdir, lj_model):
     models["not_torchscript"] = os.path.join(workdir, "not_torchscript.pt")
     with open(models["not_torchscript"], "w") as f:
         f.write("this is not a TorchScript archive\n")
+    # what torch.save writes (a framework's training checkpoint, without the framework here)
+    models["checkpoint"] = os.path.join(workdir, "checkpoint.pth")
+    torch.save({"model_state_dict": {"weight": torch.ones(3)}, "epoch": 2}, models["checkpoint"])
     return models
 
 
@@ -365,7 +368,9 @@ def cases(lj_model, models):
     ok = {"units": "lj", "newton": "", "model": lj_model, "keywords": "", "elements": "Ar Ar", "after": ""}
     return [
         ("missing model file", dict(ok, model="/nonexistent/lj.pt"),
-         r"Cannot open pair_style nvalchemi model file /nonexistent/lj\.pt"),
+         r"Cannot open pair_style nvalchemi model file /nonexistent/lj\.pt: check the path, which is relative to "
+         r"the directory LAMMPS runs in \(where it is not found there, LAMMPS looks for the file's base name, "
+         r"lj\.pt, in \$LAMMPS_POTENTIALS\)"),
         ("element the model lacks", dict(ok, elements="Ar Cu"),
          r"Model .*lj_ar\.pt has no parameters for element Cu; it knows: Ar"),
         ("not an element", dict(ok, elements="Ar Xx"), r"'Xx' is not a chemical element symbol"),
@@ -382,8 +387,15 @@ def cases(lj_model, models):
          r"invalid metadata: missing key 'units'"),
         ("pair_coeff again after a new pair_style", dict(ok, after=f"pair_style nvalchemi {lj_model}\n"),
          r"All pair coeffs are not set"),
-        ("not a TorchScript file", dict(ok, model=models["not_torchscript"]),
-         r"Cannot load .*not_torchscript\.pt as a TorchScript model"),
+        ("not a model file", dict(ok, model=models["not_torchscript"]),
+         r"Cannot load .*not_torchscript\.pt as a model: it is not a model file \(pair_style nvalchemi reads "
+         r"TorchScript files \(\.pt\) and AOTInductor packages \(\.pt2\), which are zip archives"),
+        ("a checkpoint written by torch.save", dict(ok, model=models["checkpoint"]),
+         r"Cannot load .*checkpoint\.pth as a model: it is a checkpoint written by torch\.save \(a pickled Python "
+         r"object that needs Python to read\), not a deployed model: export the model"),
+        ("model file on pair_coeff, as pair_style mace inputs have it", dict(ok, elements=f"{lj_model} Ar Ar"),
+         r"pair_coeff nvalchemi takes an element symbol or NULL for each atom type, and '.*lj_ar\.pt' looks like a "
+         r"model file: pair_style nvalchemi names the model"),
         ("damaged model file", dict(ok, model=models["damaged"]),
          r"Cannot load .*damaged\.pt as a TorchScript model: its entry '.*' fails its CRC-32 check: the file is "
          r"damaged"),

@@ -52,7 +52,7 @@ import torch
 
 from lennard_jones import MODEL_FORCES_OUTPUTS, LennardJones
 import nvalchemi_lammps.ops  # noqa: F401  (torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model
+from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model, save_scripted_model
 
 PROBE_OUTPUTS = {
     "coordination": ("per_node", "all_reduce"),
@@ -189,8 +189,9 @@ def main():
                    _extra_files={METADATA_FILE: json.dumps(metadata)})
     save_model(StressLJ(), os.path.join(outdir, "lj_stress.pt"), cutoff=2.5, species=[18], units="lj",
                spec=STRESS_LJ_TOOLKIT_SPEC)
-    save_model(NaNProbe(), os.path.join(outdir, "nan_probe.pt"), cutoff=2.5, species=[18, 10], units="lj",
-               spec={"preset": "SPEC_LJ_HALO", "outputs": MODEL_FORCES_OUTPUTS})
+    # written past save_model, which refuses a model that is not finite on its example
+    save_scripted_model(torch.jit.script(NaNProbe()), os.path.join(outdir, "nan_probe.pt"), cutoff=2.5,
+                        species=[18, 10], units="lj", spec={"preset": "SPEC_LJ_HALO", "outputs": MODEL_FORCES_OUTPUTS})
 
 
 if __name__ == "__main__":

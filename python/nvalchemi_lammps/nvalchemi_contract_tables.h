@@ -1,0 +1,1 @@
+../../src/USER-NVALCHEMI/nvalchemi_contract_tables.h

@@ -1,0 +1,147 @@
+/* -*- c++ -*- ----------------------------------------------------------
+   USER-NVALCHEMI: the model contract's tables, defined once for the C++ core and the Python
+   tools (doc/Howto_nvalchemi_contract.rst). The contract's version, the name of the metadata
+   entry, the metadata keys with their types and checks, LAMMPS' unit styles with their factors,
+   the contract's inputs in the positional order of a compiled program, and the names a compiled
+   package records are JSON, held here as one string: the pair style reads it
+   (nvalchemi_model_metadata.cpp, nvalchemi_units.cpp; the names below at compile time) and the
+   Python package (nvalchemi_lammps.contract, which ships this file) reads the text between the
+   R"json( and )json" markers. Edit the JSON only.
+
+   metadata_keys, per key:
+     type        "integer", "number", "string", "object" or "atomic_numbers" (a non-empty list of
+                 integers 1..118)
+     required    whether a file without it is refused
+     check       "positive" (a number > 0), "contract_version" (this table's), "unit_style" (a
+                 name of unit_styles, checked where units are converted), or a list of the values
+                 allowed
+   unit_styles: how many of the style's length units make one Angstrom (LAMMPS' force->angstrom)
+   and how many of its energy units one electron volt; lj has none (reduced units). 1 eV =
+   23.060549 kcal/mol is LAMMPS' own metal <-> real factor (utils::get_conversion_factor) and
+   1.6021765e-19 J its elementary charge of units si (force->qelectron); micro's energy unit is
+   pg um^2/us^2 = 1e-15 J, nano's ag nm^2/ns^2 = 1e-21 J; electron's Bohr radius (0.52917720859 A)
+   and Hartree (27.21138386 eV) are CODATA 2006, as LAMMPS' constants of that style (the table
+   holds their inverses, 1/0.52917720859 and 1/27.21138386, as Python's repr writes them).
+   Plain C++17: no LAMMPS classes, no LibTorch.
+------------------------------------------------------------------------- */
+
+#ifndef LMP_NVALCHEMI_CONTRACT_TABLES_H
+#define LMP_NVALCHEMI_CONTRACT_TABLES_H
+
+#include <cstddef>
+#include <string_view>
+
+namespace LAMMPS_NS {
+namespace NVAlchemi {
+
+  static constexpr const char *CONTRACT_TABLES_JSON = R"json(
+{
+  "contract_version": 1,
+  "metadata_file": "nvalchemi_metadata.json",
+  "metadata_keys": [
+    {"name": "contract_version", "type": "integer", "required": true, "check": "contract_version"},
+    {"name": "cutoff", "type": "number", "required": true, "check": "positive"},
+    {"name": "species", "type": "atomic_numbers", "required": true},
+    {"name": "units", "type": "string", "required": true, "check": "unit_style"},
+    {"name": "dtype", "type": "string", "required": true, "check": ["float64", "float32"]},
+    {"name": "spec", "type": "object", "required": true},
+    {"name": "torch_version", "type": "string", "required": false},
+    {"name": "cuda_version", "type": "string", "required": false}
+  ],
+  "unit_styles": [
+    {"name": "lj"},
+    {"name": "metal", "per_angstrom": 1.0, "per_ev": 1.0},
+    {"name": "real", "per_angstrom": 1.0, "per_ev": 23.060549},
+    {"name": "si", "per_angstrom": 1.0e-10, "per_ev": 1.6021765e-19},
+    {"name": "cgs", "per_angstrom": 1.0e-8, "per_ev": 1.6021765e-12},
+    {"name": "electron", "per_angstrom": 1.8897261328856432, "per_ev": 0.03674932539796232},
+    {"name": "micro", "per_angstrom": 1.0e-4, "per_ev": 1.6021765e-4},
+    {"name": "nano", "per_angstrom": 1.0e-1, "per_ev": 160.21765}
+  ],
+  "contract_inputs": ["positions", "atomic_numbers", "neighbor_list", "edge_vectors", "cell",
+                      "pbc", "n_owned"],
+  "aoti_energy_output": "nvalchemi_energy_output",
+  "aoti_owned_rows": "nvalchemi_owned_rows",
+  "aoti_owned_rows_as_size": "size",
+  "aoti_package_marker": "/data/aotinductor/"
+}
+)json";
+
+  // whether `table` holds the JSON key `key` ("key" followed by a colon) at `at`
+  constexpr bool key_at(std::string_view table, std::size_t at, std::string_view key)
+  {
+    if (table[at] != '"' || table.substr(at + 1, key.size()) != key ||
+        table.substr(at + 1 + key.size(), 1) != "\"")
+      return false;
+    const std::size_t next = table.find_first_not_of(" \n", at + key.size() + 2);
+    return next != std::string_view::npos && table[next] == ':';
+  }
+
+  // The string value of top-level key `key` of the table ("key": "value"), read at compile time
+  // so that sources without a JSON parser (the LibTorch runners) name what the table says.
+  constexpr std::string_view contract_name(std::string_view key)
+  {
+    const std::string_view table = CONTRACT_TABLES_JSON;
+    for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
+      if (!key_at(table, at, key)) continue;
+      std::size_t open = table.find('"', table.find(':', at + key.size() + 2));
+      return table.substr(open + 1, table.find('"', open + 1) - open - 1);
+    }
+    return {};
+  }
+
+  // The integer value of top-level key `key`, at compile time.
+  constexpr int contract_integer(std::string_view key)
+  {
+    const std::string_view table = CONTRACT_TABLES_JSON;
+    for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
+      if (!key_at(table, at, key)) continue;
+      std::size_t digit = table.find_first_of("0123456789", at + key.size() + 2);
+      int value = 0;
+      while (digit < table.size() && table[digit] >= '0' && table[digit] <= '9')
+        value = 10 * value + (table[digit++] - '0');
+      return value;
+    }
+    return -1;
+  }
+
+  // Item `index` of the list of strings at top-level key `key`, at compile time.
+  constexpr std::string_view contract_list_item(std::string_view key, int index)
+  {
+    const std::string_view table = CONTRACT_TABLES_JSON;
+    for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
+      if (!key_at(table, at, key)) continue;
+      const std::size_t end = table.find(']', at);
+      std::size_t open = table.find('"', table.find('[', at));
+      for (int i = 0; i < index && open < end; ++i)
+        open = table.find('"', table.find('"', open + 1) + 1);
+      if (open >= end) return {};
+      return table.substr(open + 1, table.find('"', open + 1) - open - 1);
+    }
+    return {};
+  }
+
+  // Version of the model contract this build implements.
+  static constexpr int CONTRACT_VERSION = contract_integer("contract_version");
+  // The entry of a model file (a TorchScript extra file, a package's metadata) holding its
+  // metadata JSON.
+  static constexpr std::string_view METADATA_FILE = contract_name("metadata_file");
+  // A compiled package's metadata: the name of its energy output (its outputs are positional),
+  // and how it takes n_owned (AOTI_OWNED_ROWS_AS_SIZE: a tensor of n_owned rows; absent: the
+  // contract's scalar, packages written before)
+  static constexpr std::string_view AOTI_ENERGY_OUTPUT = contract_name("aoti_energy_output");
+  static constexpr std::string_view AOTI_OWNED_ROWS = contract_name("aoti_owned_rows");
+  static constexpr std::string_view AOTI_OWNED_ROWS_AS_SIZE =
+      contract_name("aoti_owned_rows_as_size");
+  // what an AOTInductor package (a zip archive) holds and a TorchScript archive does not
+  static constexpr std::string_view AOTI_PACKAGE_MARKER = contract_name("aoti_package_marker");
+
+  static_assert(CONTRACT_VERSION > 0 && !METADATA_FILE.empty() && !AOTI_ENERGY_OUTPUT.empty() &&
+                    !AOTI_OWNED_ROWS.empty() && !AOTI_OWNED_ROWS_AS_SIZE.empty() &&
+                    !AOTI_PACKAGE_MARKER.empty(),
+                "nvalchemi_contract_tables.h: a name the C++ core reads is missing from the table");
+
+}    // namespace NVAlchemi
+}    // namespace LAMMPS_NS
+
+#endif

@@ -1,0 +1,43 @@
+"""nvalchemi-check's metadata reader (nvalchemi_lammps.contract.check_metadata, which reads
+src/USER-NVALCHEMI/nvalchemi_contract_tables.h) accepts and refuses the cases of
+unittest/core/metadata_cases.json as pair_style nvalchemi's reader does (the gtest
+Metadata.SharedCasesAsTheCheckerJudgesThem runs the same cases), with the same words.
+
+    python contract_tables.py unittest/core/metadata_cases.json
+"""
+
+import copy
+import json
+import sys
+
+from nvalchemi_lammps.contract import check_metadata
+
+
+def main(path):
+    with open(path) as f:
+        corpus = json.load(f)
+    failures = []
+    for case in corpus["cases"]:
+        if "text" in case:
+            text = case["text"]
+        else:
+            meta = copy.deepcopy(corpus["base"])
+            meta.update(case.get("set", {}))
+            for key in case.get("drop", []):
+                del meta[key]
+            text = json.dumps(meta)
+        try:
+            check_metadata(text)
+            refused = ""
+        except ValueError as exc:
+            refused = str(exc)
+        ok = not refused if case["accepted"] else case["fragment"] in refused
+        print(f"{'ok  ' if ok else 'FAIL'} {case['name']:35s} {refused or 'accepted'}")
+        if not ok:
+            failures.append(case["name"])
+    if failures:
+        sys.exit("FAIL: nvalchemi-check judges these unlike pair_style nvalchemi: " + ", ".join(failures))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
