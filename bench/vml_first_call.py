@@ -31,9 +31,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "lammps"))
 from harness import relative_difference  # noqa: E402
 
-DATA = """diamond cell of {element}, 2x2x2, rattled
+DATA = """diamond cell of {element}, {n}x{n}x{n}, rattled
 
-64 atoms
+{atoms_count} atoms
 1 atom types
 
 0 {a2!r} xlo xhi
@@ -80,14 +80,14 @@ np.save(sys.argv[4], forces.numpy())
 """
 
 
-def diamond(a=5.43, seed=7):
-    """64 atoms of a diamond 2x2x2 supercell, rattled by 0.05 A."""
+def diamond(n, a=5.43, seed=7):
+    """The 8 n^3 atoms of a diamond n x n x n supercell, rattled by 0.05 A."""
     basis = np.array([[0, 0, 0], [0, .5, .5], [.5, 0, .5], [.5, .5, 0],
                       [.25, .25, .25], [.25, .75, .75], [.75, .25, .75], [.75, .75, .25]])
-    cells = np.array([(i, j, k) for i in range(2) for j in range(2) for k in range(2)])
+    cells = np.array([(i, j, k) for i in range(n) for j in range(n) for k in range(n)])
     positions = ((cells[:, None, :] + basis[None, :, :]).reshape(-1, 3)) * a
     positions += np.random.default_rng(seed).normal(0.0, 0.05, positions.shape)
-    return positions % (2 * a), np.diag([2 * a] * 3)
+    return positions % (n * a), np.diag([n * a] * 3)
 
 
 def lammps_forces(args, workdir, data, threads, label):
@@ -125,19 +125,23 @@ def main():
     parser.add_argument("--model", required=True, help="a float64 model of --elements (TorchScript or package)")
     parser.add_argument("--elements", default="Si", help="the one element of the diamond cell")
     parser.add_argument("--runs", type=int, default=65)
+    # ATen splits an elementwise op over threads only above 32768 elements: the cell must be large
+    # enough that the model's transcendental functions of its edges are split
+    parser.add_argument("--cells", type=int, default=3, help="the diamond supercell's cells per side")
     parser.add_argument("--tol", type=float, default=1e-12)
     parser.add_argument("--python", action="store_true", help="also the control: torch in fresh Python processes")
     parser.add_argument("--out", default="vml_first_call.jsonl")
     args = parser.parse_args()
 
-    positions, cell = diamond()
+    positions, cell = diamond(args.cells)
     results = []
     with tempfile.TemporaryDirectory(prefix="nvalchemi-vml-") as workdir:
         data = os.path.join(workdir, "system.data")
         atoms = "\n".join(f"{i + 1} 1 {float(x)!r} {float(y)!r} {float(z)!r}"
                           for i, (x, y, z) in enumerate(positions))
         with open(data, "w") as f:
-            f.write(DATA.format(element=args.elements, a2=float(cell[0, 0]), atoms=atoms))
+            f.write(DATA.format(element=args.elements, n=args.cells, atoms_count=len(positions),
+                                a2=float(cell[0, 0]), atoms=atoms))
         reference = lammps_forces(args, workdir, data, 1, "one_thread")
         results.append(count("lammps", args.runs, reference,
                              lambda run: lammps_forces(args, workdir, data, 2, f"run{run}"), args.tol))
@@ -149,7 +153,7 @@ def main():
                                  lambda run: python_forces(args, workdir, arrays, 2, f"py{run}"), args.tol))
     with open(args.out, "a") as f:
         for result in results:
-            f.write(json.dumps(dict(result, model=os.path.basename(args.model))) + "\n")
+            f.write(json.dumps(dict(result, model=os.path.basename(args.model), atoms=len(positions))) + "\n")
 
 
 if __name__ == "__main__":
