@@ -212,17 +212,29 @@ def through_lammps(args, report, skip) -> bool:
     except ImportError:
         return False
 
+    model = '"' + args.model.replace('"', '\\"') + '"'
     with tempfile.TemporaryDirectory(prefix="nvalchemi-check-") as workdir:
         log = os.path.join(workdir, "log.lammps")
-        lmp = lammps(cmdargs=["-log", log, "-screen", "none", "-nocite"])
-        try:
-            lmp.commands_string("units metal\nregion box block 0 10 0 10 0 10\ncreate_box 1 box\n"
-                                f"pair_style nvalchemi {args.model}")
-        except Exception as exc:  # noqa: BLE001  (LAMMPS' error is the verdict)
-            report("load", False, f"pair_style nvalchemi refuses it: {str(exc).strip()}")
-            lmp.close()
+        refusal = None
+        # a model in physical units loads in any physical style, one in lj units only in lj
+        for units in ("metal", "lj"):
+            lmp = lammps(cmdargs=["-log", log, "-screen", "none", "-nocite"])
+            if not lmp.has_style("pair", "nvalchemi"):  # another LAMMPS: it cannot judge
+                lmp.close()
+                return False
+            try:
+                lmp.commands_string(f"units {units}\nregion box block 0 10 0 10 0 10\ncreate_box 1 box\n"
+                                    f"pair_style nvalchemi {model}")
+                refusal = None
+            except Exception as exc:  # noqa: BLE001  (LAMMPS' error is the verdict)
+                refusal = str(exc).strip()
+            finally:
+                lmp.close()
+            if refusal is None or "lj units" not in refusal:
+                break
+        if refusal is not None:
+            report("load", False, f"pair_style nvalchemi refuses it: {refusal}")
             return True
-        lmp.close()
         with open(log) as f:
             loaded = _LOADED.search(f.read())
         if loaded is None:
@@ -240,10 +252,10 @@ def through_lammps(args, report, skip) -> bool:
             (lx, _, _), (xy, ly, _), (xz, yz, lz) = cell.tolist()
             lmp.commands_string(f"units {units}\natom_modify map yes\n"
                                 f"region box prism 0 {lx!r} 0 {ly!r} 0 {lz!r} {xy!r} {xz!r} {yz!r}\n"
-                                f"create_box {len(symbols)} box\nmass * 1.0\n")
+                                f"create_box {len(symbols)} box\nmass * 1.0\nthermo_modify norm no\n")
             lmp.create_atoms(args.atoms, list(range(1, args.atoms + 1)), [int(t) + 1 for t in species_index],
                              positions.reshape(-1).tolist())
-            lmp.commands_string(f"pair_style nvalchemi {args.model}\npair_coeff * * {' '.join(symbols)}\nrun 0")
+            lmp.commands_string(f"pair_style nvalchemi {model}\npair_coeff * * {' '.join(symbols)}\nrun 0")
             energy = lmp.get_thermo("pe")
             forces = torch.tensor(list(lmp.gather_atoms("f", 1, 3)), dtype=torch.float64).view(-1, 3)
             if not (math.isfinite(energy) and bool(torch.isfinite(forces).all())):

@@ -5,6 +5,7 @@ spells them a second time. `check_metadata` applies the table's metadata checks 
 pair_style nvalchemi's reader does (nvalchemi_model_metadata.cpp)."""
 
 import json
+import math
 from typing import Dict, List
 
 from nvalchemi_lammps.tables import read_table
@@ -31,8 +32,11 @@ def _wrong_type(key: str, expected: str) -> ValueError:
     return ValueError(f"key '{key}' must be {expected}")
 
 
+INT_RANGE = (-2**31, 2**31 - 1)  # the C++ reader's int
+
+
 def _is_integer(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and INT_RANGE[0] <= value <= INT_RANGE[1]
 
 
 def _check_value(entry: Dict, key: str, value) -> None:
@@ -51,8 +55,8 @@ def _check_value(entry: Dict, key: str, value) -> None:
         if any(not _is_integer(z) or not 1 <= z <= ELEMENTS for z in value):
             raise _wrong_type(key, "a non-empty list of atomic numbers (1..118)")
     check = entry.get("check")
-    if check == "positive" and not value > 0:
-        raise ValueError(f"key '{key}' must be positive")
+    if check == "positive" and not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"key '{key}' must be positive and finite")
     if check == "contract_version" and value != CONTRACT_VERSION:
         raise ValueError(f"contract_version is {value} but this build of USER-NVALCHEMI implements version "
                          f"{CONTRACT_VERSION}")
@@ -73,8 +77,14 @@ def check_metadata(text: str) -> Dict:
     def refuse_constant(name):  # NaN, Infinity: not JSON, as the C++ reader says
         raise json.JSONDecodeError(f"'{name}' is not a JSON value", text, text.find(name))
 
+    def finite_float(literal):  # 1e400: a number overflow to the C++ reader
+        value = float(literal)
+        if not math.isfinite(value):
+            raise json.JSONDecodeError(f"number overflow parsing '{literal}'", text, text.find(literal))
+        return value
+
     try:
-        meta = json.loads(text, parse_constant=refuse_constant)
+        meta = json.loads(text, parse_constant=refuse_constant, parse_float=finite_float)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON: {exc}") from exc
     if not isinstance(meta, dict):

@@ -31,6 +31,7 @@ from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI
 from nvalchemi_lammps.model_file import (AOTINDUCTOR, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
 from nvalchemi_lammps.owned_rows import traced_owned_count
+from nvalchemi_lammps.spec import effective_spec, forces_from_node_energies
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -102,7 +103,7 @@ def save_model(
     ({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}) or a full spec with a
     "version" key (doc/Howto_nvalchemi_spec.rst); {"preset": "SPEC_LJ_HALO"} if omitted.
     """
-    require_finite_example(module.to(dtype).eval(), path, species, cutoff, dtype)
+    require_finite_example(module.to(dtype).eval(), path, species, cutoff, dtype, spec)
     if output_format(path) == AOTINDUCTOR:
         return save_aoti_model(module, path, cutoff=cutoff, species=species, units=units,
                                dtype=dtype, spec=spec, device=device)
@@ -112,31 +113,39 @@ def save_model(
 
 
 def require_finite_example(module: torch.nn.Module, path: str, species: Sequence[int], cutoff: float,
-                           dtype: torch.dtype) -> None:
-    """Raises ValueError when `module`, on the small graph of example_inputs, returns an output or
-    gives an edge-vector gradient of its energies that is not finite: such a file would stop
-    LAMMPS at its first step (or, saved unchecked, run with NaN forces)."""
+                           dtype: torch.dtype, spec: Optional[Dict]) -> None:
+    """Raises ValueError when `module`, on the small graph of example_inputs, fails, returns an
+    output that is not finite or, where its forces are the gradient of its owned node energies
+    (the spec's force strategy node_energy), gives an edge-vector gradient that is not: such a
+    file would stop LAMMPS at its first step (or, saved unchecked, run with NaN forces)."""
     device = next((p.device for p in module.parameters()), torch.device("cpu"))
     values = [t.to(device) for t in example_inputs(species, cutoff, dtype)]
     inputs = dict(zip(CONTRACT_INPUTS, values[:-1] + [torch.tensor(values[-1].shape[0], device=device)]))
     inputs["edge_vectors"] = inputs["edge_vectors"].detach().requires_grad_(True)
-    outputs = module(inputs)
-    bad = {name: int((~torch.isfinite(value)).sum()) for name, value in outputs.items()
-           if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all())}
-    energies = [value for value in outputs.values()
-                if torch.is_tensor(value) and value.is_floating_point() and value.requires_grad]
-    if energies and not bad:
-        owned = int(inputs["n_owned"])
-        total = sum(value.reshape(value.shape[0], -1)[:owned].sum() for value in energies
-                    if value.dim() >= 1 and value.shape[0] == values[0].shape[0])
-        if torch.is_tensor(total) and total.requires_grad:
-            (gradient,) = torch.autograd.grad([total], [inputs["edge_vectors"]], allow_unused=True)
-            if gradient is not None and not bool(torch.isfinite(gradient).all()):
-                bad["d(energy)/d(edge_vectors)"] = int((~torch.isfinite(gradient)).sum())
+    graph = f"a small example graph ({values[0].shape[0]} atoms, {values[2].shape[0]} edges, {dtype})"
+    try:
+        effective = effective_spec(spec)
+    except ValueError:
+        effective = None  # the toolkit's layout, or the spec's own errors, which saving reports
+    bad = {}
+    try:
+        with torch.enable_grad():
+            outputs = module(inputs)
+            bad = {name: int((~torch.isfinite(value)).sum()) for name, value in outputs.items()
+                   if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all())}
+            energy_key = effective["node_energy_key"] if effective else None
+            energies = outputs.get(energy_key) if energy_key else None
+            if (not bad and effective and forces_from_node_energies(effective) and torch.is_tensor(energies)
+                    and energies.requires_grad):
+                (gradient,) = torch.autograd.grad([energies[: int(inputs["n_owned"])].sum()],
+                                                  [inputs["edge_vectors"]], allow_unused=True)
+                if gradient is not None and not bool(torch.isfinite(gradient).all()):
+                    bad["d(energy)/d(edge_vectors)"] = int((~torch.isfinite(gradient)).sum())
+    except Exception as exc:  # noqa: BLE001  (any failure here would be LAMMPS' first step's)
+        raise ValueError(f"{path} not written: the model failed on {graph}: {exc}") from exc
     if bad:
         listed = ", ".join(f"{name} ({count} values)" for name, count in bad.items())
-        raise ValueError(f"{path} not written: the model returns numbers that are not finite on a small example graph "
-                         f"({values[0].shape[0]} atoms, {values[2].shape[0]} edges, {dtype}): {listed}; "
+        raise ValueError(f"{path} not written: the model returns numbers that are not finite on {graph}: {listed}; "
                          "LAMMPS would stop at the first step. Check the model (divisions by edge lengths, "
                          "logarithms, uninitialized parameters) before saving it")
 

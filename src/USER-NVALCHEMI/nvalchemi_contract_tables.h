@@ -84,8 +84,12 @@ namespace NVAlchemi {
     const std::string_view table = CONTRACT_TABLES_JSON;
     for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
       if (!key_at(table, at, key)) continue;
-      std::size_t open = table.find('"', table.find(':', at + key.size() + 2));
-      return table.substr(open + 1, table.find('"', open + 1) - open - 1);
+      // the value: a string right after the colon
+      const std::size_t open = table.find_first_not_of(" \n", table.find(':', at) + 1);
+      if (open == std::string_view::npos || table[open] != '"') return {};
+      const std::size_t close = table.find('"', open + 1);
+      if (close == std::string_view::npos) return {};
+      return table.substr(open + 1, close - open - 1);
     }
     return {};
   }
@@ -111,10 +115,13 @@ namespace NVAlchemi {
     const std::string_view table = CONTRACT_TABLES_JSON;
     for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
       if (!key_at(table, at, key)) continue;
-      const std::size_t end = table.find(']', at);
-      std::size_t open = table.find('"', table.find('[', at));
-      for (int i = 0; i < index && open < end; ++i)
-        open = table.find('"', table.find('"', open + 1) + 1);
+      const std::size_t list = table.find('[', at), end = table.find(']', at);
+      if (list == std::string_view::npos || end == std::string_view::npos) return {};
+      std::size_t open = table.find('"', list);
+      for (int i = 0; i < index && open < end; ++i) {
+        const std::size_t close = table.find('"', open + 1);
+        open = close < end ? table.find('"', close + 1) : end;
+      }
       if (open >= end) return {};
       return table.substr(open + 1, table.find('"', open + 1) - open - 1);
     }

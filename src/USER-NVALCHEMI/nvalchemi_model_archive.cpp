@@ -187,7 +187,7 @@ namespace NVAlchemi {
     // code/ too, for TorchScript parts of the object): what its pickle makes first tells them
     // apart, a TorchScript module (__torch__.*) or any other object
     const std::string top = top_level_pickle(bytes);
-    if (!top.empty() && top.compare(0, 9, "__torch__") != 0) {
+    if (!top.empty() && top.compare(0, 9, "__torch__") != 0 && !holds(AOTI_PACKAGE_MARKER)) {
       // what each framework's pickle names: its model's module, or a key of its config
       struct Framework {
         const char *marker, *name, *exporter;

@@ -8,6 +8,9 @@
 #include "json.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,12 +42,22 @@ namespace NVAlchemi {
       return keys;
     }
 
+    // a JSON integer that fits an int (nlohmann's integers are 64-bit, which get<int> truncates)
+    bool is_int(const json &value)
+    {
+      if (!value.is_number_integer()) return false;
+      if (value.is_number_unsigned())
+        return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max());
+      const int64_t v = value.get<int64_t>();
+      return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max();
+    }
+
     // Checks `value` of key `key` as its entry of the table says; throws naming what is wrong.
     void check_value(const json &entry, const std::string &key, const json &value)
     {
       const std::string type = entry.at("type").get<std::string>();
       const char *name = key.c_str();
-      if (type == "integer" && !value.is_number_integer()) wrong_type(name, "an integer");
+      if (type == "integer" && !is_int(value)) wrong_type(name, "an integer");
       if (type == "number" && !value.is_number()) wrong_type(name, "a number");
       if (type == "string" && !value.is_string()) wrong_type(name, "a string");
       if (type == "object" && !value.is_object())
@@ -53,13 +66,13 @@ namespace NVAlchemi {
         if (!value.is_array() || value.empty())
           wrong_type(name, "a non-empty list of atomic numbers");
         for (const json &z : value)
-          if (!z.is_number_integer() || z.get<int>() < 1 || z.get<int>() > NUM_ELEMENTS)
+          if (!is_int(z) || z.get<int>() < 1 || z.get<int>() > NUM_ELEMENTS)
             wrong_type(name, "a non-empty list of atomic numbers (1..118)");
       }
       if (!entry.contains("check")) return;
       const json &check = entry.at("check");
-      if (check == "positive" && !(value.get<double>() > 0.0))
-        throw std::invalid_argument("key '" + key + "' must be positive");
+      if (check == "positive" && !(value.get<double>() > 0.0 && std::isfinite(value.get<double>())))
+        throw std::invalid_argument("key '" + key + "' must be positive and finite");
       if (check == "contract_version" && value.get<int>() != CONTRACT_VERSION)
         throw std::invalid_argument("contract_version is " + std::to_string(value.get<int>()) +
                                     " but this build of USER-NVALCHEMI implements version " +

@@ -91,21 +91,29 @@ namespace NVAlchemi {
     }
   }
 
+  void MemoryCheck::reset()
+  {
+    bytes_per_item = -1.0;
+    measurable = true;
+    sample_items = 0;
+    logged_need = -1.0;
+  }
+
   void MemoryCheck::check(LAMMPS *lmp, PairModel &m, const Graph &graph, const Cell &cell,
-                          const std::function<void()> &graph_to_host)
+                          bool on_host, const std::function<void()> &graph_to_host)
   {
     MPI_Comm world = lmp->world;
     if (node == MPI_COMM_NULL)
       MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    const int64_t items = graph.num_rows() + graph.num_edges();
-    if (bytes_per_item < 0.0 && graph.num_edges() > 0) {
+    const int64_t items = on_host ? graph.num_rows() + graph.num_edges() : 0;
+    if (bytes_per_item < 0.0 && items > 0 && graph.num_edges() > 0) {
       graph_to_host();
       measure(lmp, m, graph, cell);
     }
 
     RankNeed mine;
-    mine.rows = static_cast<double>(graph.num_rows());
-    mine.edges = static_cast<double>(graph.num_edges());
+    mine.rows = on_host ? static_cast<double>(graph.num_rows()) : 0.0;
+    mine.edges = on_host ? static_cast<double>(graph.num_edges()) : 0.0;
     mine.need = std::max(0.0, bytes_per_item) * static_cast<double>(items);
     MPI_Allreduce(&mine.need, &mine.node_need, 1, MPI_DOUBLE, MPI_SUM, node);
     const HostMemory memory = host_memory();

@@ -35,8 +35,12 @@ namespace NVAlchemi {
     // ranks of each node against the node's available memory (and its control group's limit),
     // and each process' against its address-space limit. Rank 0 logs the estimate when it
     // grows; a need beyond a limit stops every rank with an error naming the figures.
-    void check(LAMMPS *lmp, PairModel &m, const Graph &graph, const Cell &cell,
+    // `on_host`: the model runs on the host (a rank on a GPU takes part with no need).
+    void check(LAMMPS *lmp, PairModel &m, const Graph &graph, const Cell &cell, bool on_host,
                const std::function<void()> &graph_to_host);
+
+    // Forgets the measurement (a new model), keeping the node's communicator.
+    void reset();
 
    private:
     double bytes_per_item = -1.0;    // -1: not measured yet

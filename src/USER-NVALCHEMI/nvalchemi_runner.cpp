@@ -29,13 +29,13 @@ namespace NVAlchemi {
     // kernel on its first call without a lock: when that call runs on several threads at once,
     // one thread's chunk can come from a low-accuracy kernel (up to ~4000 ulp; PyTorch issue
     // 188792). Calling each VML-backed unary function once on one thread, in float32 and
-    // float64, picks the kernels before any parallel call (what PyTorch's PR 188791 proposes).
+    // float64, picks the kernels before any parallel call (what PyTorch's PR 188791 proposes):
+    // 64 values are below ATen's grain for VML, so each call runs on this thread alone (no
+    // at::set_num_threads(1) around it, which would pin a native-backend build to one thread).
     void choose_vml_kernels()
     {
       static std::once_flag once;
       std::call_once(once, [] {
-        const int threads = at::get_num_threads();
-        at::set_num_threads(1);
         using Unary = at::Tensor (*)(const at::Tensor &);
         static const Unary FUNCTIONS[] = {
             &at::acos,  &at::asin,  &at::atan, &at::cos,   &at::cosh,  &at::erf,  &at::erfc,
@@ -45,7 +45,6 @@ namespace NVAlchemi {
           const at::Tensor x = at::linspace(0.1, 0.9, 64, at::TensorOptions().dtype(dtype));
           for (const Unary function : FUNCTIONS) (void) function(x);
         }
-        at::set_num_threads(threads);
       });
     }
   }    // namespace

@@ -214,11 +214,8 @@ void PairNVAlchemi::apply_model()
   comm_forward = comm_reverse = std::max(MIN_COMM_COLUMNS, *spec.exchange_feature_width);
   cutoff = s.units.run_length(meta.cutoff);
   s.atom_comm = std::make_unique<NVAlchemi::PairAtomComm>(lmp, this);
-  s.halo = NVAlchemi::make_halo(
-      *spec.halo,
-      [this, &s](bool complete) { return make_row_exchange(s.graph, *s.atom_comm, complete); },
-      world, atom->tag_enable != 0);
-  ghostneigh = s.halo->ghost_receivers() ? 1 : 0;
+  make_halo();
+  s.memory_check.reset();
   s.narrow_comm_reported = false;
   s.row_capacity = s.edge_capacity = 0;
 
@@ -243,6 +240,22 @@ void PairNVAlchemi::apply_model()
                      "the model runs\n",
                      s.device.is_gpu() ? "the GPU" : "the CPU with LibTorch's operators");
   }
+}
+
+/* ----------------------------------------------------------------------
+   the halo mode's object; on one rank halo deep folds periodic images, which
+   needs atom IDs: made again at init when atom_modify id no came after
+   pair_style
+------------------------------------------------------------------------- */
+
+void PairNVAlchemi::make_halo()
+{
+  State &s = *state;
+  s.halo = NVAlchemi::make_halo(
+      *s.spec.halo,
+      [this, &s](bool complete) { return make_row_exchange(s.graph, *s.atom_comm, complete); },
+      world, atom->tag_enable != 0);
+  ghostneigh = s.halo->ghost_receivers() ? 1 : 0;
 }
 
 /* ----------------------------------------------------------------------
@@ -318,6 +331,7 @@ void PairNVAlchemi::init_style()
                "sub-style of pair_style hybrid/overlay beside the model that drives, as a "
                "committee member of compute nvalchemi/deviation",
                state->model_file);
+  if (state->halo->folds_images() && atom->tag_enable == 0) make_halo();
   const NVAlchemi::Halo &halo = *state->halo;
   const std::string mode = NVAlchemi::to_string(halo.mode());
   if (halo.maps_atoms_by_id() && atom->tag_enable == 0)
@@ -538,19 +552,20 @@ NVAlchemi::Graph &PairNVAlchemi::halo_model_graph()
 }
 
 /* ----------------------------------------------------------------------
-   halo deep on several ranks on the host: the memory the model call needs
-   against what the node has, when LAMMPS built a new list (every rank does:
+   halo deep on several ranks: the host memory the model call needs against
+   what the node has, when LAMMPS built a new list (every rank does:
    collective), before the model allocates
 ------------------------------------------------------------------------- */
 
 void PairNVAlchemi::check_memory(const NVAlchemi::Graph &model_graph)
 {
   State &s = *state;
-  if (!s.halo->ghost_receivers() || comm->nprocs == 1 || s.device.is_gpu()) return;
+  if (!s.halo->ghost_receivers() || comm->nprocs == 1) return;
   const std::array<bigint, 2> list_now{s.inits, neighbor->ncalls};
   if (list_now == s.memory_checked_list) return;
   s.memory_checked_list = list_now;
-  s.memory_check.check(lmp, s, model_graph, NVAlchemi::box_cell(domain),
+  // every rank takes part (a rank on a GPU, whose allocator raises its own error, with no need)
+  s.memory_check.check(lmp, s, model_graph, NVAlchemi::box_cell(domain), !s.device.is_gpu(),
                        [&] { graph_to_host(s.graph); });
 }
 

@@ -134,6 +134,7 @@ class PairNVAlchemi : public Pair {
   bool differentiates_energy() const;
   double evaluate_model(bool host_outputs);
   void apply_model();
+  void make_halo();
   const double *consolidated_output(const char *name, bool peratom, int n);
   NVAlchemi::Graph &halo_model_graph();
   void check_memory(const NVAlchemi::Graph &model_graph);

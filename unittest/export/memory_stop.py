@@ -20,7 +20,7 @@ from oracle_parity import make_atoms, write_data
 INPUT = """units metal
 atom_style atomic
 read_data {data}
-pair_style nvalchemi {model}
+pair_style nvalchemi {model} device cpu
 pair_coeff * * Si
 run 0
 """

@@ -25,7 +25,7 @@ import numpy as np
 
 from examples import PRINTED, echoed_lines, effective_specs
 from harness import (Checks, read_dumps, relative_difference, run_input, run_lammps, single_rank_kept,
-                     thermo_table)
+                     thermo_table, worse)
 
 DUMPED = [0, 10, 20]
 # positions and forces compared to the uninterrupted run (continuity.py's bound)
@@ -37,7 +37,7 @@ def thermo_difference(tested, reference):
     values}, harness.thermo_table) hold, each column judged against its own size."""
     steps = sorted(set(tested) & set(reference))
     a, b = np.array([tested[s] for s in steps]), np.array([reference[s] for s in steps])
-    return max(relative_difference(a[:, k], b[:, k]) for k in range(b.shape[1]))
+    return worse(*(relative_difference(a[:, k], b[:, k]) for k in range(b.shape[1])))
 
 
 def dumped_frames(rundir):

@@ -76,6 +76,9 @@ namespace NVAlchemi {
       accepts<std::runtime_error>("check_archive", [&] {
         check_archive(bytes);
       });
+      // what a file LibTorch cannot load is, read from its bytes: never throws, never reads
+      // outside them
+      (void) describe_non_model(bytes);
     }
 
     void words(const std::string &text)
