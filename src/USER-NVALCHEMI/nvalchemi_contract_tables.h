@@ -67,14 +67,21 @@ namespace NVAlchemi {
 }
 )json";
 
-  // whether `table` holds the JSON key `key` ("key" followed by a colon) at `at`
-  constexpr bool key_at(std::string_view table, std::size_t at, std::string_view key)
+  // Where the value of top-level key `key` starts in the table (its first character after the
+  // colon and blanks), or npos: the search the readers below share, at compile time.
+  constexpr std::size_t contract_value(std::string_view key)
   {
-    if (table[at] != '"' || table.substr(at + 1, key.size()) != key ||
-        table.substr(at + 1 + key.size(), 1) != "\"")
-      return false;
-    const std::size_t next = table.find_first_not_of(" \n", at + key.size() + 2);
-    return next != std::string_view::npos && table[next] == ':';
+    const std::string_view table = CONTRACT_TABLES_JSON;
+    for (std::size_t at = table.find('"'); at != std::string_view::npos;
+         at = table.find('"', at + 1)) {
+      if (table.substr(at + 1, key.size()) != key ||
+          table.substr(at + 1 + key.size(), 1) != "\"")
+        continue;
+      const std::size_t colon = table.find_first_not_of(" \n", at + key.size() + 2);
+      if (colon == std::string_view::npos || table[colon] != ':') continue;
+      return table.find_first_not_of(" \n", colon + 1);
+    }
+    return std::string_view::npos;
   }
 
   // The string value of top-level key `key` of the table ("key": "value"), read at compile time
@@ -82,50 +89,40 @@ namespace NVAlchemi {
   constexpr std::string_view contract_name(std::string_view key)
   {
     const std::string_view table = CONTRACT_TABLES_JSON;
-    for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
-      if (!key_at(table, at, key)) continue;
-      // the value: a string right after the colon
-      const std::size_t open = table.find_first_not_of(" \n", table.find(':', at) + 1);
-      if (open == std::string_view::npos || table[open] != '"') return {};
-      const std::size_t close = table.find('"', open + 1);
-      if (close == std::string_view::npos) return {};
-      return table.substr(open + 1, close - open - 1);
-    }
-    return {};
+    const std::size_t open = contract_value(key);
+    if (open == std::string_view::npos || table[open] != '"') return {};
+    const std::size_t close = table.find('"', open + 1);
+    if (close == std::string_view::npos) return {};
+    return table.substr(open + 1, close - open - 1);
   }
 
-  // The integer value of top-level key `key`, at compile time.
+  // The integer value of top-level key `key`, at compile time; -1 where it is none.
   constexpr int contract_integer(std::string_view key)
   {
     const std::string_view table = CONTRACT_TABLES_JSON;
-    for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
-      if (!key_at(table, at, key)) continue;
-      std::size_t digit = table.find_first_of("0123456789", at + key.size() + 2);
-      int value = 0;
-      while (digit < table.size() && table[digit] >= '0' && table[digit] <= '9')
-        value = 10 * value + (table[digit++] - '0');
-      return value;
-    }
-    return -1;
+    std::size_t digit = contract_value(key);
+    if (digit == std::string_view::npos || table[digit] < '0' || table[digit] > '9') return -1;
+    int value = 0;
+    while (digit < table.size() && table[digit] >= '0' && table[digit] <= '9')
+      value = 10 * value + (table[digit++] - '0');
+    return value;
   }
 
   // Item `index` of the list of strings at top-level key `key`, at compile time.
   constexpr std::string_view contract_list_item(std::string_view key, int index)
   {
     const std::string_view table = CONTRACT_TABLES_JSON;
-    for (std::size_t at = 0; at + key.size() + 2 < table.size(); ++at) {
-      if (!key_at(table, at, key)) continue;
-      const std::size_t list = table.find('[', at), end = table.find(']', at);
-      if (list == std::string_view::npos || end == std::string_view::npos) return {};
-      std::size_t open = table.find('"', list);
-      for (int i = 0; i < index && open < end; ++i) {
-        const std::size_t close = table.find('"', open + 1);
-        open = close < end ? table.find('"', close + 1) : end;
-      }
-      if (open >= end) return {};
-      return table.substr(open + 1, table.find('"', open + 1) - open - 1);
+    const std::size_t list = contract_value(key);
+    if (list == std::string_view::npos || table[list] != '[') return {};
+    const std::size_t end = table.find(']', list);
+    if (end == std::string_view::npos) return {};
+    std::size_t open = table.find('"', list);
+    for (int i = 0; i < index && open < end; ++i) {
+      const std::size_t close = table.find('"', open + 1);
+      open = close < end ? table.find('"', close + 1) : end;
     }
-    return {};
+    if (open >= end) return {};
+    return table.substr(open + 1, table.find('"', open + 1) - open - 1);
   }
 
   // Version of the model contract this build implements.
