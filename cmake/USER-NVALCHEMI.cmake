@@ -34,7 +34,9 @@ function(nvalchemi_add_to_lammps)
   nvalchemi_link_torch(lammps)
   target_link_libraries(lammps PRIVATE ${NVALCHEMI_LIBRARIES})
   if(PKG_KOKKOS)
-    target_sources(lammps PRIVATE ${NVALCHEMI_KOKKOS_DIR}/pair_nvalchemi_kokkos.cpp ${NVALCHEMI_KOKKOS_DIR}/nvalchemi_halo_row_exchange_kokkos.cpp)
+    target_sources(lammps PRIVATE ${NVALCHEMI_KOKKOS_DIR}/pair_nvalchemi_kokkos.cpp
+      ${NVALCHEMI_KOKKOS_DIR}/nvalchemi_rank_graph_kokkos.cpp
+      ${NVALCHEMI_KOKKOS_DIR}/nvalchemi_halo_row_exchange_kokkos.cpp)
     target_include_directories(lammps PRIVATE ${NVALCHEMI_KOKKOS_DIR})
     message(STATUS "USER-NVALCHEMI: pair_style nvalchemi and nvalchemi/kk built into LAMMPS")
   else()

@@ -76,7 +76,7 @@ void ComputeNVAlchemiAtom::compute_peratom()
     }
   }
 
-  const double *values = pair->peratom_output(output, width);
+  const double *values = pair->consolidated_output(output, true, width);
   const int *mask = atom->mask;
   for (int i = 0; i < atom->nlocal; ++i) {
     double *row = width == 1 ? &vector_atom[i] : array_atom[i];

@@ -25,6 +25,7 @@
 
 #include "nvalchemi_committee.h"
 #include "nvalchemi_consolidate.h"
+#include "nvalchemi_step_engine.h"
 
 #include <algorithm>
 #include <array>
@@ -70,7 +71,7 @@ void ComputeNVAlchemiDeviation::init()
                "'pair_style hybrid/overlay nvalchemi m1.pt nvalchemi m2.pt drive no ...'",
                members.size());
   for (size_t m = 1; m < members.size(); ++m)
-    if (members[m]->atomic_number_of_type() != members[0]->atomic_number_of_type())
+    if (members[m]->engine().atomic_number_of_type != members[0]->engine().atomic_number_of_type)
       error->all(FLERR, Error::NOLASTLINE,
                  "compute nvalchemi/deviation: pair_style nvalchemi sub-styles 1 and {} give the "
                  "atom types different elements (or NULL): the members of a committee must "
@@ -87,7 +88,7 @@ void ComputeNVAlchemiDeviation::init()
 
 void ComputeNVAlchemiDeviation::evaluate()
 {
-  const bigint current = members.front()->force_evaluations();
+  const bigint current = members.front()->engine().force_calls;
   if (evaluated == current) return;
   if (atom->nmax > nmax) {
     nmax = atom->nmax;
@@ -113,7 +114,7 @@ void ComputeNVAlchemiDeviation::evaluate()
   NVAlchemi::force_deviation(forces, nlocal, vector_atom);
 
   // largest, smallest, sum and count over the group's handled atoms; handled atoms overall
-  const std::vector<int> &element = members.front()->atomic_number_of_type();
+  const std::vector<int> &element = members.front()->engine().atomic_number_of_type;
   double largest = 0.0, smallest = HUGE_VAL, sum = 0.0;
   bigint counts[2] = {0, 0};
   for (int i = 0; i < nlocal; ++i) {

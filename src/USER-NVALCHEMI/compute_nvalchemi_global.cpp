@@ -69,7 +69,7 @@ void ComputeNVAlchemiGlobal::init()
 double ComputeNVAlchemiGlobal::compute_scalar()
 {
   invoked_scalar = update->ntimestep;
-  scalar = pair->global_output(output, 1)[0];
+  scalar = pair->consolidated_output(output, false, 1)[0];
   return scalar;
 }
 
@@ -78,5 +78,5 @@ double ComputeNVAlchemiGlobal::compute_scalar()
 void ComputeNVAlchemiGlobal::compute_vector()
 {
   invoked_vector = update->ntimestep;
-  std::copy_n(pair->global_output(output, size), size, vector);
+  std::copy_n(pair->consolidated_output(output, false, size), size, vector);
 }

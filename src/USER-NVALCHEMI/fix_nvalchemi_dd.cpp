@@ -30,6 +30,7 @@
 #include "nvalchemi_dd_features.h"
 #include "nvalchemi_dd_hook.h"
 #include "nvalchemi_device.h"
+#include "nvalchemi_step_engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -215,7 +216,8 @@ FixNVAlchemiDD::FixNVAlchemiDD(LAMMPS *lmp, int narg, char **arg) :
     error->all(FLERR, "fix nvalchemi/dd maxforce needs the guard keyword (guard N)");
   if (h.drift.every) h.drift.fit.set_window(h.drift.window);
   if (!h.snapshots.condition.empty() && !h.snapshots.every)
-    error->all(FLERR, "fix nvalchemi/dd snapshot_if selects snapshots: it needs the snapshot keyword");
+    error->all(FLERR,
+               "fix nvalchemi/dd snapshot_if selects snapshots: it needs the snapshot keyword");
 
   if (!hook_file.empty()) {
     h.hook = std::make_unique<NVAlchemi::HookRunner>(lmp, hook_file, hook_scope, hook_stage);
@@ -270,11 +272,12 @@ void FixNVAlchemiDD::init()
   // a committee member that does not drive (drive no) has no step of its own to watch
   h.models.clear();
   for (PairNVAlchemi *model : PairNVAlchemi::instances(force))
-    if (model->drives_dynamics()) h.models.push_back(model);
+    if (model->engine().drives) h.models.push_back(model);
   // the phase times this fix reports hold the device's work
-  for (PairNVAlchemi *model : h.models) model->synchronize_phases(true);
+  for (PairNVAlchemi *model : h.models) model->engine().synchronize_phases(true);
   // the hook runs where the model does
-  if (h.hook) h.hook->place_on(h.models.empty() ? NVAlchemi::Device() : h.models.front()->device());
+  if (h.hook)
+    h.hook->place_on(h.models.empty() ? NVAlchemi::Device() : h.models.front()->engine().device);
   if (h.validation.every && h.models.size() != 1)
     error->all(FLERR, Error::NOLASTLINE,
                "Fix nvalchemi/dd validate needs exactly one pair_style nvalchemi (found {}): it "
@@ -449,7 +452,7 @@ void FixNVAlchemiDD::update_stats()
                                   -static_cast<double>(atom->nlocal)};
   double *times = maxima + 2;
   for (const PairNVAlchemi *model : h.models) {
-    const PairNVAlchemi::StepSummary &step = model->last_step();
+    const NVAlchemi::StepSummary &step = model->engine().last_step();
     edges += static_cast<double>(step.edges);
     const double phases[NUM_TIMES] = {step.model,   step.glue,    step.exchange, step.graph,
                                       step.tensors, step.forward, step.backward, step.tally};
@@ -483,7 +486,7 @@ void FixNVAlchemiDD::run_hook()
   State &h = *state;
   const std::vector<int> no_species;
   const NVAlchemi::HookRunner::Result result = h.hook->run(
-      groupbit, h.models.empty() ? no_species : h.models.front()->atomic_number_of_type(),
+      groupbit, h.models.empty() ? no_species : h.models.front()->engine().atomic_number_of_type,
       thermo_virial);
   h.hook_energy = result.energy;
   h.hook_step = update->ntimestep;
@@ -499,7 +502,8 @@ double FixNVAlchemiDD::compute_scalar()
 
 void FixNVAlchemiDD::write_snapshot()
 {
-  state->snapshots.write(groupbit, state->pe, state->models.front()->atomic_number_of_type());
+  state->snapshots.write(groupbit, state->pe,
+                         state->models.front()->engine().atomic_number_of_type);
 }
 
 /* ----------------------------------------------------------------------

@@ -1,13 +1,16 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: LAMMPS' data for the LAMMPS-free units: the box, files read once, problems
-   found on some ranks.
+   USER-NVALCHEMI: LAMMPS' data for the LAMMPS-free units: the box, atoms and neighbor lists,
+   files read once, problems found on some ranks.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_lammps.h"
 
+#include "atom.h"
 #include "comm.h"
 #include "domain.h"
 #include "error.h"
+#include "neigh_list.h"
+#include "neighbor.h"
 #include "utils.h"
 
 #include <cstdio>
@@ -21,6 +24,19 @@ namespace NVAlchemi {
              {domain->xy, domain->yprd, 0.0},
              {domain->xz, domain->yz, domain->zprd}},
             {domain->xperiodic != 0, domain->yperiodic != 0, domain->zperiodic != 0}};
+  }
+
+  AtomsView atoms_view(const Atom *atom, const int *atomic_number_of_type)
+  {
+    return {atom->x, atom->type, atomic_number_of_type, atom->nlocal, atom->nlocal + atom->nghost};
+  }
+
+  NeighborView neighbor_view(const NeighList *list, bool ghost_lists)
+  {
+    return {list->inum,       ghost_lists ? list->gnum : 0,
+            list->ilist,      list->numneigh,
+            list->firstneigh, NEIGHMASK,
+            !ghost_lists};
   }
 
   bool read_and_broadcast(LAMMPS *lmp, const std::string &file, std::string &bytes)

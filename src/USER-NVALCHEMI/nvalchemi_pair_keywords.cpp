@@ -1,5 +1,5 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: the pair_style nvalchemi keywords.
+   USER-NVALCHEMI: the pair_style nvalchemi keywords, and pair_coeff's form.
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_pair_keywords.h"
@@ -7,6 +7,9 @@
 #include "error.h"
 #include "utils.h"
 
+#include "nvalchemi_model_metadata.h"
+
+#include <cstring>
 #include <stdexcept>
 
 namespace LAMMPS_NS {
@@ -94,6 +97,28 @@ namespace NVAlchemi {
     }
     k.overrides = preset_keyword | k.overrides;
     return k;
+  }
+
+  void check_pair_coeff_args(LAMMPS *lmp, int narg, char **arg, int ntypes)
+  {
+    // inputs written for pair_style mace, e3gnn or allegro name the model file here
+    for (int i = 2; i < narg; ++i)
+      if (strcmp(arg[i], "NULL") != 0 && NVAlchemi::atomic_number(arg[i]) == 0 &&
+          (strchr(arg[i], '.') || strchr(arg[i], '/')))
+        lmp->error->all(
+            FLERR, i,
+            "pair_coeff nvalchemi takes an element symbol or NULL for each atom type, and "
+            "'{}' looks like a model file: pair_style nvalchemi names the model ('pair_style "
+            "nvalchemi <model file>'); drop the file from pair_coeff",
+            arg[i]);
+    if (narg != 2 + ntypes)
+      lmp->error->all(
+          FLERR,
+          "Incorrect number of args for pair_coeff nvalchemi: expected '* *' followed by "
+          "{} element symbols or NULL (one per atom type), got {} args",
+          ntypes, narg);
+    if (strcmp(arg[0], "*") != 0 || strcmp(arg[1], "*") != 0)
+      lmp->error->all(FLERR, "pair_coeff for pair_style nvalchemi must start with '* *'");
   }
 
 }    // namespace NVAlchemi

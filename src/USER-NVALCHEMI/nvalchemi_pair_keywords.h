@@ -21,7 +21,7 @@ namespace NVAlchemi {
     MLIPSpec overrides;                    // keyword preset | keywords
     std::unique_ptr<Device> device;        // null: none requested
     std::vector<std::string> libraries;    // operator libraries, in the order given
-    int threads = 0;    // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
+    int threads = 0;       // LibTorch intra-op threads per rank (0: LAMMPS' OpenMP thread count)
     bool drives = true;    // false: drive no
     bool jit_optimize = false;    // TorchScript's graph executor optimizes the model's graph
     // where the graph is built: on the model's device (true) or the host; null: not asked
@@ -36,6 +36,10 @@ namespace NVAlchemi {
   // [cuda_graph yes|no] [library <file.so>] [output <name> <kind> <reduce>] ...: the
   // keywords after the model file; an unknown or invalid one is an error pointing at it.
   PairKeywords parse_pair_keywords(LAMMPS *lmp, int narg, char **arg);
+
+  // pair_coeff * * <element or NULL per atom type>: its form checked for `ntypes` atom types (a
+  // model file there, as inputs written for pair_style mace, e3gnn or allegro give it, named).
+  void check_pair_coeff_args(LAMMPS *lmp, int narg, char **arg, int ntypes);
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

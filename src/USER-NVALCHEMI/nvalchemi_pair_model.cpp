@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "error.h"
+#include "force.h"
 #include "platform.h"
 #include "update.h"
 #include "utils.h"
@@ -16,6 +17,7 @@
 #include "nvalchemi_pair_keywords.h"
 #include "nvalchemi_pair_libraries.h"
 
+#include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -99,8 +101,9 @@ namespace NVAlchemi {
     load_pair_model(lmp, arg[0], m);
     m.model->set_graph_optimization(keywords.jit_optimize);
     m.cuda_graph = keywords.cuda_graph;
-    if (m.cuda_graph && (!m.device.is_gpu() || !*m.spec.compile.static_shapes ||
-                         std::string(m.model->format()) != "TorchScript"))
+    if (m.cuda_graph &&
+        (!m.device.is_gpu() || !*m.spec.compile.static_shapes ||
+         std::string(m.model->format()) != "TorchScript"))
       lmp->error->all(FLERR, Error::NOLASTLINE,
                       "pair_style nvalchemi cuda_graph yes captures a TorchScript model's calls "
                       "on a GPU at fixed shapes: it needs a .pt model, device cuda and "
@@ -173,6 +176,100 @@ namespace NVAlchemi {
       lmp->error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
     }
     s.model->set_float64(meta.dtype == "float64");
+  }
+
+  void check_pair_settings(LAMMPS *lmp, const PairModel &m, const Pair *pair, bool shift, bool tail)
+  {
+    if (lmp->force->newton_pair == 0)
+      lmp->error->all(
+          FLERR, Error::NOLASTLINE,
+          "Pair style nvalchemi requires newton pair on: ghost-atom forces are sent to "
+          "their owners by reverse communication (delete newton off, which inputs written "
+          "for pair_style nequip set)");
+    // the model defines its own cutoff behaviour: options that would change it are refused
+    if (shift)
+      lmp->error->all(
+          FLERR, Error::NOLASTLINE,
+          "Pair style nvalchemi cannot shift its energy (pair_modify shift yes): the model "
+          "defines its own cutoff behaviour; use pair_modify shift no");
+    if (tail)
+      lmp->error->all(
+          FLERR, Error::NOLASTLINE,
+          "Pair style nvalchemi has no tail correction (pair_modify tail yes): the model "
+          "defines its own cutoff behaviour; use pair_modify tail no");
+    if (!m.drives && lmp->force->pair == pair)
+      lmp->error->all(FLERR, Error::NOLASTLINE,
+                      "pair_style nvalchemi {} drive no adds nothing to the dynamics: use it as a "
+                      "sub-style of pair_style hybrid/overlay beside the model that drives, as a "
+                      "committee member of compute nvalchemi/deviation",
+                      m.model_file);
+  }
+
+  std::vector<int> atomic_numbers_of_types(LAMMPS *lmp, const PairModel &m, int nelements,
+                                           char **elements, const int *map, int ntypes)
+  {
+    const std::vector<int> &species = m.metadata.species;
+    std::vector<int> element_z(nelements);
+    for (int e = 0; e < nelements; ++e) {
+      const int z = atomic_number(elements[e]);
+      if (z == 0)
+        lmp->error->all(FLERR,
+                        "pair_coeff nvalchemi: '{}' is not a chemical element symbol (or NULL)",
+                        elements[e]);
+      if (std::find(species.begin(), species.end(), z) == species.end()) {
+        std::string known;
+        for (int s : species) known += " " + element_symbol(s);
+        lmp->error->all(FLERR, "Model {} has no parameters for element {}; it knows:{}",
+                        m.model_file, elements[e], known);
+      }
+      element_z[e] = z;
+    }
+    std::vector<int> z_of_type(ntypes + 1, 0);
+    for (int t = 1; t <= ntypes; ++t)
+      if (map[t] >= 0) z_of_type[t] = element_z[map[t]];
+    return z_of_type;
+  }
+
+  void report_cuda_graph(LAMMPS *lmp, const PairModel &m, int captures_before,
+                         const Graph &model_graph, bool &problem_reported)
+  {
+    const bigint step = lmp->update->ntimestep;
+    if (m.model->cuda_graph_captures() > captures_before && lmp->comm->me == 0)
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: the model's call captured as a CUDA graph on step {} "
+                     "({} rows, {} edges), replayed while the shapes stay\n",
+                     step, model_graph.tensor_rows(), model_graph.tensor_edges());
+    if (m.model->cuda_graph_problem().empty() || problem_reported) return;
+    problem_reported = true;
+    lmp->error->warning(FLERR,
+                        "pair_style nvalchemi cuda_graph on rank {}: {}; its calls run "
+                        "uncaptured from step {}",
+                        lmp->comm->me, m.model->cuda_graph_problem(), step);
+  }
+
+  void log_pair_model(LAMMPS *lmp, const PairModel &m, const char *route, double cutoff)
+  {
+    if (lmp->comm->me != 0) return;
+    const ModelMetadata &meta = m.metadata;
+    std::string species;
+    for (int z : meta.species) species += " " + element_symbol(z);
+    utils::logmesg(lmp,
+                   "pair_style nvalchemi ({}): model {} ({}), contract v{}, units {}, {}, cutoff "
+                   "{}, species:{}\neffective spec:\n{}\n",
+                   route, m.model_file, m.model->format(), meta.contract_version, meta.units,
+                   meta.dtype, meta.cutoff, species, m.spec.to_json(2));
+    if (m.units.converts())
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: model {} works in {} units: converted to {} (length "
+                     "x{:.12g} into the model, energy x{:.12g} and forces x{:.12g} out of it, "
+                     "cutoff {:.12g})\n",
+                     m.model_file, meta.units, lmp->update->unit_style, m.units.length,
+                     m.units.energy, m.units.force(), cutoff);
+    if (m.graph_on_device)
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: graph device: each step's graph is built on {}, where "
+                     "the model runs\n",
+                     m.device.is_gpu() ? "the GPU" : "the CPU with LibTorch's operators");
   }
 
 }    // namespace NVAlchemi

@@ -19,7 +19,6 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_atom_comm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_exchange.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_exchange_checks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_graph_partition.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_halo_row_exchange.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_lammps.cpp
@@ -27,10 +26,13 @@ set(NVALCHEMI_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_model_metadata.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_device.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_halo.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_keywords.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_libraries.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_pair_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_rank_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_step_engine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_spec.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_units.cpp)
@@ -41,7 +43,7 @@ set(NVALCHEMI_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_aoti.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_cuda_graph.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_foreign.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_graph.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_rank_graph_torch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_torch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvalchemi_runner_torchscript.cpp)
 # What NVALCHEMI_SOURCES link besides LAMMPS and LibTorch: zlib (nvalchemi_model_archive.cpp

@@ -1,7 +1,7 @@
 // Unit tests: building the model's graph from LAMMPS-style arrays.
 
 #include "nvalchemi_graph.h"
-#include "nvalchemi_runner_graph.h"
+#include "nvalchemi_rank_graph_torch.h"
 
 #include "gtest/gtest.h"
 
@@ -293,12 +293,12 @@ void expect_same_graph(const Graph &device, const Graph &host)
 }
 }    // namespace
 
-TEST(DeviceGraph, OnTheCpuDeviceItIsTheHostBuildersGraphAlongATrajectory)
+TEST(TorchRankGraph, OnTheCpuDeviceItIsTheHostBuildersGraphAlongATrajectory)
 {
   constexpr double cutoff = 2.0, skin = 0.6;
   for (const bool half : {false, true}) {
     ListedAtoms fx(cutoff + skin, half, !half);
-    DeviceGraph builder{Device{}};
+    TorchRankGraph builder{Device{}};
     Graph device, host;
     std::vector<int> device_rows, host_rows;
     // the list is new at step 0; then atoms move within the skin, the list stays
@@ -337,10 +337,10 @@ TEST(DeviceGraph, OnTheCpuDeviceItIsTheHostBuildersGraphAlongATrajectory)
   }
 }
 
-TEST(DeviceGraph, CountsNonFiniteGradientsAndWorksOnAnEmptyRank)
+TEST(TorchRankGraph, CountsNonFiniteGradientsAndWorksOnAnEmptyRank)
 {
   ListedAtoms fx(2.6, false, true);
-  DeviceGraph builder{Device{}};
+  TorchRankGraph builder{Device{}};
   Graph graph;
   std::vector<int> rows;
   builder.build(fx.atoms(), fx.list(false), 2.0, true, graph, rows);

@@ -1,14 +1,14 @@
 /* -*- c++ -*- ----------------------------------------------------------
    USER-NVALCHEMI: the rank graph built where the model runs (pair_style nvalchemi ... graph
-   device), with LibTorch's operators on the model's device; LibTorch stays in the .cpp.
+   device), with LibTorch's operators on the model's device: a RankGraph whose LibTorch stays in
+   the .cpp.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_RUNNER_GRAPH_H
-#define LMP_NVALCHEMI_RUNNER_GRAPH_H
+#ifndef LMP_NVALCHEMI_RANK_GRAPH_TORCH_H
+#define LMP_NVALCHEMI_RANK_GRAPH_TORCH_H
 
 #include "nvalchemi_device.h"
-#include "nvalchemi_graph.h"
-#include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_rank_graph.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,23 +26,31 @@ namespace NVAlchemi {
   // gradients it left there become per-row forces and the global virial there, which come back
   // in one copy with a count of non-finite gradients (reduce_gradients). On the CPU device the
   // same code runs on LibTorch's CPU tensors, which the tests compare with the host builder.
-  class DeviceGraph {
+  class TorchRankGraph : public RankGraph {
    public:
-    explicit DeviceGraph(const Device &device);
-    ~DeviceGraph();
-    DeviceGraph(const DeviceGraph &) = delete;
-    DeviceGraph &operator=(const DeviceGraph &) = delete;
+    explicit TorchRankGraph(const Device &device);
+    ~TorchRankGraph() override;
+    TorchRankGraph(const TorchRankGraph &) = delete;
+    TorchRankGraph &operator=(const TorchRankGraph &) = delete;
+
+    bool resident() const override { return true; }
 
     // This step's graph into `graph` (its host buffers sized, not filled; `atom_row` scratch as
     // build_graph's). With `list_is_new` the rows and candidate edges are made from `atoms`'
     // types and `list` and sent; else those of the last such call serve (LAMMPS changes atoms'
     // types and indices, and ghosts, only when it builds the neighbor list).
     void build(const AtomsView &atoms, const NeighborView &list, double cutoff, bool list_is_new,
-               Graph &graph, std::vector<int> &atom_row);
+               Graph &graph, std::vector<int> &atom_row) override;
     // pad_graph on the device: `graph` (built here) padded to `rows` and `edges`.
-    void pad(Graph &graph, int64_t rows, int64_t edges, double cutoff);
+    void pad(Graph &graph, int64_t rows, int64_t edges, double cutoff) override;
     // The graph's values into its host buffers; once per build or pad.
-    void to_host(Graph &graph);
+    void to_host(Graph &graph) override;
+    // The resident gradients reduced (reduce_gradients); the graph and the gradients copied to
+    // the host when needed or a gradient is not finite.
+    void outputs_to_host(Graph &graph, ModelOutputs &outputs, bool needed) override;
+    // The reduced row forces added at the rows' atoms, or the host gradients' edge forces.
+    void add_edge_forces(const Graph &graph, const ModelOutputs &outputs, double *const *f,
+                         double *virial) override;
 
     // The real edges' gradients `gradients` (resident: on this device, [edges][3]) of the model
     // call on `graph`, reduced on the device: each edge r = x_receiver - x_sender with gradient g
@@ -59,10 +67,10 @@ namespace NVAlchemi {
     void gradients_to_host(const SharedValues &gradients, SharedValues &host);
 
     // Whether build and pad wait for the device before they return (the graph phase's time).
-    void set_synchronized_phases(bool on);
+    void set_synchronized_phases(bool on) override;
 
     // bytes of device memory (host memory on the CPU device) it holds
-    double memory_bytes() const;
+    double memory_bytes() const override;
 
    private:
     struct Tensors;    // LibTorch's

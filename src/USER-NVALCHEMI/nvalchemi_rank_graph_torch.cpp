@@ -2,14 +2,14 @@
    USER-NVALCHEMI: the rank graph built where the model runs (LibTorch).
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_runner_graph.h"
+#include "nvalchemi_rank_graph_torch.h"
 
 #include "nvalchemi_runner_torch.h"
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  struct DeviceGraph::Tensors {
+  struct TorchRankGraph::Tensors {
     explicit Tensors(const Device &device) :
         device(device), placement(device),
         reals(torch::TensorOptions().dtype(torch::kFloat64).device(placement.device())),
@@ -46,11 +46,13 @@ namespace NVAlchemi {
     }
   };
 
-  DeviceGraph::DeviceGraph(const Device &device) : tensors(std::make_unique<Tensors>(device)) {}
-  DeviceGraph::~DeviceGraph() = default;
+  TorchRankGraph::TorchRankGraph(const Device &device) : tensors(std::make_unique<Tensors>(device))
+  {
+  }
+  TorchRankGraph::~TorchRankGraph() = default;
 
-  void DeviceGraph::build(const AtomsView &atoms, const NeighborView &list, double cutoff,
-                          bool list_is_new, Graph &graph, std::vector<int> &atom_row)
+  void TorchRankGraph::build(const AtomsView &atoms, const NeighborView &list, double cutoff,
+                             bool list_is_new, Graph &graph, std::vector<int> &atom_row)
   {
     Tensors &t = *tensors;
     graph_on_host = reduced_this_build = false;
@@ -89,7 +91,7 @@ namespace NVAlchemi {
     });
   }
 
-  void DeviceGraph::pad(Graph &graph, int64_t rows, int64_t edges, double cutoff)
+  void TorchRankGraph::pad(Graph &graph, int64_t rows, int64_t edges, double cutoff)
   {
     Tensors &t = *tensors;
     graph_on_host = false;
@@ -109,9 +111,9 @@ namespace NVAlchemi {
     graph.resident = t.resident();
   }
 
-  void DeviceGraph::to_host(Graph &graph)
+  void TorchRankGraph::to_host(Graph &graph)
   {
-    if (graph_on_host) return;
+    if (graph_on_host || !graph.resident.set) return;
     Tensors &t = *tensors;
     const auto copy = [](const torch::Tensor &from, void *to, torch::Dtype type) {
       torch::from_blob(to, from.sizes(), type).copy_(from);
@@ -125,7 +127,7 @@ namespace NVAlchemi {
     graph_on_host = true;
   }
 
-  void DeviceGraph::reduce_gradients(const Graph &graph, const SharedValues &gradients)
+  void TorchRankGraph::reduce_gradients(const Graph &graph, const SharedValues &gradients)
   {
     if (reduced_this_build) return;
     Tensors &t = *tensors;
@@ -152,13 +154,45 @@ namespace NVAlchemi {
     reduced_this_build = true;
   }
 
-  void DeviceGraph::set_synchronized_phases(bool on)
+  void TorchRankGraph::outputs_to_host(Graph &graph, ModelOutputs &outputs, bool needed)
+  {
+    if (!graph.resident.set) return;
+    const SharedValues &resident = outputs.resident_edge_gradients;
+    if (!resident.empty()) {
+      reduce_gradients(graph, resident);
+      needed = needed || non_finite_gradients() > 0;
+    }
+    if (!needed) return;
+    to_host(graph);
+    if (!resident.empty() && outputs.edge_gradients.empty())
+      gradients_to_host(resident, outputs.edge_gradients);
+  }
+
+  void TorchRankGraph::add_edge_forces(const Graph &graph, const ModelOutputs &outputs,
+                                       double *const *f, double *virial)
+  {
+    if (outputs.resident_edge_gradients.empty()) {
+      // a graph the halo mode made on the host had the model call
+      const double *g = outputs.host_edge_gradients();
+      NVAlchemi::add_edge_forces(graph, g, f);
+      if (virial) add_edge_virial(graph, g, virial);
+      return;
+    }
+    reduce_gradients(graph, outputs.resident_edge_gradients);
+    const double *forces = row_forces();
+    for (int64_t r = 0, n = graph.num_rows(); r < n; ++r)
+      for (int d = 0; d < 3; ++d) f[graph.row_atom[r]][d] += forces[3 * r + d];
+    if (virial)
+      for (int v = 0; v < 6; ++v) virial[v] += this->virial()[v];
+  }
+
+  void TorchRankGraph::set_synchronized_phases(bool on)
   { tensors->placement.synchronized_phases = on; }
 
-  int64_t DeviceGraph::non_finite_gradients() const
+  int64_t TorchRankGraph::non_finite_gradients() const
   { return reduced_this_build ? static_cast<int64_t>(reduced_values.back()) : 0; }
 
-  void DeviceGraph::gradients_to_host(const SharedValues &gradients, SharedValues &host)
+  void TorchRankGraph::gradients_to_host(const SharedValues &gradients, SharedValues &host)
   {
     const int64_t n = gradients.size();
     // the last step's copy is no one's now (the runner cleared edge_gradients): it serves again
@@ -172,7 +206,7 @@ namespace NVAlchemi {
     host = {std::shared_ptr<const double>(host_gradients, host_gradients->data()), n};
   }
 
-  double DeviceGraph::memory_bytes() const
+  double TorchRankGraph::memory_bytes() const
   {
     const Tensors &t = *tensors;
     double bytes = static_cast<double>(reduced_values.capacity()) * sizeof(double) +

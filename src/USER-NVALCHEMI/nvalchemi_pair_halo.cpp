@@ -1,20 +1,58 @@
 /* ----------------------------------------------------------------------
-   USER-NVALCHEMI: the pair style's checks of a model call's exchange calls.
+   USER-NVALCHEMI: the halo mode on LAMMPS' side (nvalchemi_pair_halo.h)
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_halo_exchange_checks.h"
+#include "nvalchemi_pair_halo.h"
 
+#include "atom.h"
 #include "comm.h"
 #include "error.h"
+#include "neighbor.h"
 #include "update.h"
 
 #include "nvalchemi_halo.h"
 #include "nvalchemi_pair_model.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
+
+  void init_halo(LAMMPS *lmp, const PairModel &m, const Halo &halo, double cutoff,
+                 double &saved_cutghostuser)
+  {
+    Comm *comm = lmp->comm;
+    const std::string mode = to_string(halo.mode());
+    if (halo.maps_atoms_by_id() && lmp->atom->tag_enable == 0)
+      lmp->error->all(FLERR, Error::NOLASTLINE,
+                      "Halo mode '{}' of pair style nvalchemi maps ghost atoms to their atoms' "
+                      "rows by atom ID: use atom_modify id yes (the default) before the box is "
+                      "defined",
+                      mode);
+    const int layers = *m.spec.num_message_passing_layers;
+    const double skin = lmp->neighbor->skin;
+    const double ghost_cutoff = halo.ghost_cutoff(cutoff, skin, layers);
+    if (ghost_cutoff > 0.0) {
+      if (saved_cutghostuser < 0.0) saved_cutghostuser = comm->cutghostuser;
+      comm->cutghostuser = std::max(saved_cutghostuser, ghost_cutoff);
+      if (comm->me == 0)
+        utils::logmesg(lmp,
+                       "pair_style nvalchemi: halo mode {} raises the ghost cutoff to {:.8g} "
+                       "({} layers x cutoff {} + skin {})\n",
+                       mode, comm->cutghostuser, std::max(1, layers), cutoff, skin);
+    } else {
+      if (saved_cutghostuser >= 0.0) comm->cutghostuser = saved_cutghostuser;
+      saved_cutghostuser = -1.0;
+    }
+    if (halo.folds_images() && comm->me == 0)
+      utils::logmesg(lmp,
+                     "pair_style nvalchemi: halo mode {} on one rank folds periodic images onto "
+                     "the atoms they image: the model sees the {} atoms of the cell, each "
+                     "image's edge carrying its lattice shift, and no ghost shell of {} layers\n",
+                     mode, lmp->atom->natoms, std::max(1, layers));
+  }
 
   namespace {
     // every rank knows of the mismatch at the same call: each says where it stood
@@ -24,8 +62,8 @@ namespace NVAlchemi {
       int64_t mine[CallPoint::WORDS];
       here.to_words(mine);
       std::vector<int64_t> all(CallPoint::WORDS * static_cast<size_t>(nprocs));
-      MPI_Allgather(mine, CallPoint::WORDS, MPI_INT64_T, all.data(), CallPoint::WORDS,
-                    MPI_INT64_T, lmp->world);
+      MPI_Allgather(mine, CallPoint::WORDS, MPI_INT64_T, all.data(), CallPoint::WORDS, MPI_INT64_T,
+                    lmp->world);
       std::vector<CallPoint> points(nprocs);
       for (int p = 0; p < nprocs; ++p)
         points[p] = CallPoint::from_words(&all[CallPoint::WORDS * static_cast<size_t>(p)]);
