@@ -45,12 +45,10 @@ from typing import Dict, List, Tuple
 import torch
 
 import nvalchemi_lammps.ops
-from nvalchemi_lammps.contract import check_metadata
+from nvalchemi_lammps.contract import TOOLKIT_SPEC_VERSION, check_metadata
 from nvalchemi_lammps.model_file import AOTINDUCTOR, LoadedModel
 from nvalchemi_lammps.periodic import lattice_shifts, periodic_edges
 from nvalchemi_lammps.spec import HALO_MODES, effective_spec, forces_from_node_energies, halo_rules
-
-TOOLKIT_SPEC_VERSION = 2
 
 
 def checked_spec(spec: Dict, halo: str) -> Dict:

@@ -20,8 +20,15 @@ AOTI_ENERGY_OUTPUT: str = TABLES["aoti_energy_output"]
 # for the contract's scalar (packages written before)
 AOTI_OWNED_ROWS: str = TABLES["aoti_owned_rows"]
 AOTI_OWNED_ROWS_AS_SIZE: str = TABLES["aoti_owned_rows_as_size"]
-# what an AOTInductor package (a zip archive) holds and a TorchScript archive does not
+# what an AOTInductor package (a zip archive) starts with, and holds where a TorchScript archive
+# does not
+AOTI_PACKAGE_SIGNATURE: str = TABLES["aoti_package_signature"]
 AOTI_PACKAGE_MARKER: str = TABLES["aoti_package_marker"]
+# the spec's own JSON layout, and the nvalchemi toolkit's MLIPSpec.to_dict() layout
+SPEC_VERSION: int = TABLES["spec_version"]
+TOOLKIT_SPEC_VERSION: int = TABLES["toolkit_spec_version"]
+# the torch.ops.nvalchemi operators' schemas, "name(arguments) -> result"
+EXCHANGE_OPS = tuple(TABLES["exchange_ops"])
 # the contract's inputs, in the positional order of an AOTInductor model
 CONTRACT_INPUTS = tuple(TABLES["contract_inputs"])
 UNIT_STYLES: List[str] = [style["name"] for style in TABLES["unit_styles"]]

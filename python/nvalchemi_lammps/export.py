@@ -27,7 +27,7 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,  # noqa: F401
-                                       CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE)  # (the export's API)
+                                       CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE, TOOLKIT_SPEC_VERSION)  # (the export's API)
 from nvalchemi_lammps.model_file import (AOTINDUCTOR, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
 from nvalchemi_lammps.owned_rows import traced_owned_count
@@ -69,7 +69,7 @@ def require_ranks_in_step(path: str, metadata: Dict) -> None:
     from nvalchemi_lammps import check as nvalchemi_check
     # a spec in the toolkit's layout, which only the pair style translates: checked on the rows
     # of halo mode layerwise
-    halo = "layerwise" if metadata["spec"].get("version") == nvalchemi_check.TOOLKIT_SPEC_VERSION else ""
+    halo = "layerwise" if metadata["spec"].get("version") == TOOLKIT_SPEC_VERSION else ""
     try:
         spec = nvalchemi_check.checked_spec(metadata["spec"], halo)
         in_step, detail = nvalchemi_check.check_in_step(LoadedModel(path), metadata, spec, atoms=8, seed=1)

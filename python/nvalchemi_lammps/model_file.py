@@ -10,7 +10,8 @@ from typing import Dict, Tuple
 import torch
 
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
-                                      AOTI_PACKAGE_MARKER, CONTRACT_INPUTS, METADATA_FILE)
+                                      AOTI_PACKAGE_MARKER, AOTI_PACKAGE_SIGNATURE, CONTRACT_INPUTS,
+                                      METADATA_FILE)
 
 TORCHSCRIPT = "TorchScript"
 AOTINDUCTOR = "AOTInductor"
@@ -21,7 +22,8 @@ def file_format(path: str) -> str:
     AOTInductor package holds and a TorchScript archive does not), else TORCHSCRIPT."""
     with open(path, "rb") as model:
         data = model.read()
-    return AOTINDUCTOR if data[:2] == b"PK" and AOTI_PACKAGE_MARKER.encode() in data else TORCHSCRIPT
+    signed = data.startswith(AOTI_PACKAGE_SIGNATURE.encode())
+    return AOTINDUCTOR if signed and AOTI_PACKAGE_MARKER.encode() in data else TORCHSCRIPT
 
 
 def output_format(path: str) -> str:

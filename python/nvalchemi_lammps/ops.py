@@ -26,19 +26,12 @@ from typing import List, Optional, Tuple
 
 import torch
 
+from nvalchemi_lammps.contract import EXCHANGE_OPS
+
 SCOPE_LOCAL = 0  # system_sum: this rank's owned rows
 SCOPE_OWNED = 1  # system_sum: all ranks' owned rows, the same total on every rank
 
-SCHEMAS = (
-    "refresh_neighbors(Tensor x) -> Tensor",
-    "refresh_neighbors_backward(Tensor grad) -> Tensor",
-    "scatter_to_owners(Tensor x) -> Tensor",
-    "scatter_to_owners_backward(Tensor grad) -> Tensor",
-    "system_sum(Tensor values, int scope) -> Tensor",
-    "system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
-    "rank_sum(Tensor x) -> Tensor",
-    "rank_sum_backward(Tensor grad) -> Tensor",
-)
+SCHEMAS = EXCHANGE_OPS  # the contract table's, as the C++ core registers them
 
 
 class _Owners:

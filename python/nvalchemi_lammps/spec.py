@@ -12,6 +12,7 @@ style prints as the "effective spec".
 import copy
 from typing import Dict, List, Optional
 
+from nvalchemi_lammps.contract import SPEC_VERSION, TOOLKIT_SPEC_VERSION
 from nvalchemi_lammps.tables import read_table
 
 TABLES = read_table("nvalchemi_spec_tables.h", "SPEC_TABLES_JSON")
@@ -56,8 +57,9 @@ def effective_spec(spec: Optional[Dict], overrides: Optional[Dict] = None) -> Di
     translation only the pair style makes."""
     composed = {}
     for part in (spec or {"preset": "SPEC_LJ_HALO"}), (overrides or {}):
-        if part.get("version", 1) != 1:
-            raise ValueError(f"a spec of version {part['version']} (the toolkit's layout) is read by "
+        if part.get("version", SPEC_VERSION) != SPEC_VERSION:
+            layout = " (the toolkit's layout)" if part["version"] == TOOLKIT_SPEC_VERSION else ""
+            raise ValueError(f"a spec of version {part['version']}{layout} is read by "
                              "pair_style nvalchemi only: give the halo mode")
         if "preset" in part:
             if part["preset"] not in PRESETS:
@@ -71,7 +73,7 @@ def effective_spec(spec: Optional[Dict], overrides: Optional[Dict] = None) -> Di
             del output["autograd"]  # what the pair style prints only when set
     if resolved["halo"] not in HALO_MODES:
         raise ValueError(f"unknown halo mode '{resolved['halo']}' (valid: {', '.join(HALO_MODES)})")
-    return dict(version=1, **resolved)
+    return dict(version=SPEC_VERSION, **resolved)
 
 
 def forces_from_node_energies(effective: Dict) -> bool:

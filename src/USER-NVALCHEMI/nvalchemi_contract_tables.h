@@ -15,6 +15,12 @@
      check       "positive" (a number > 0), "contract_version" (this table's), "unit_style" (a
                  name of unit_styles, checked where units are converted), or a list of the values
                  allowed
+   spec_version: the spec's own JSON layout (MLIPSpec::to_json); toolkit_spec_version: the
+   nvalchemi toolkit's MLIPSpec.to_dict() layout, which the spec readers also take.
+   exchange_ops: the schemas of the torch.ops.nvalchemi operators, each "name(arguments) ->
+   result" (nvalchemi_halo_ops.cpp registers them in LibTorch, nvalchemi_lammps.ops in Python).
+   aoti_package_signature and aoti_package_marker: what an AOTInductor package (a zip archive)
+   starts with and holds, and a TorchScript archive does not hold.
    unit_styles: how many of the style's length units make one Angstrom (LAMMPS' force->angstrom)
    and how many of its energy units one electron volt; lj has none (reduced units). 1 eV =
    23.060549 kcal/mol is LAMMPS' own metal <-> real factor (utils::get_conversion_factor) and
@@ -63,7 +69,20 @@ namespace NVAlchemi {
   "aoti_energy_output": "nvalchemi_energy_output",
   "aoti_owned_rows": "nvalchemi_owned_rows",
   "aoti_owned_rows_as_size": "size",
-  "aoti_package_marker": "/data/aotinductor/"
+  "aoti_package_signature": "PK",
+  "aoti_package_marker": "/data/aotinductor/",
+  "spec_version": 1,
+  "toolkit_spec_version": 2,
+  "exchange_ops": [
+    "refresh_neighbors(Tensor x) -> Tensor",
+    "refresh_neighbors_backward(Tensor grad) -> Tensor",
+    "scatter_to_owners(Tensor x) -> Tensor",
+    "scatter_to_owners_backward(Tensor grad) -> Tensor",
+    "system_sum(Tensor values, int scope) -> Tensor",
+    "system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
+    "rank_sum(Tensor x) -> Tensor",
+    "rank_sum_backward(Tensor grad) -> Tensor"
+  ]
 }
 )json";
 
@@ -74,8 +93,7 @@ namespace NVAlchemi {
     const std::string_view table = CONTRACT_TABLES_JSON;
     for (std::size_t at = table.find('"'); at != std::string_view::npos;
          at = table.find('"', at + 1)) {
-      if (table.substr(at + 1, key.size()) != key ||
-          table.substr(at + 1 + key.size(), 1) != "\"")
+      if (table.substr(at + 1, key.size()) != key || table.substr(at + 1 + key.size(), 1) != "\"")
         continue;
       const std::size_t colon = table.find_first_not_of(" \n", at + key.size() + 2);
       if (colon == std::string_view::npos || table[colon] != ':') continue;
@@ -137,12 +155,31 @@ namespace NVAlchemi {
   static constexpr std::string_view AOTI_OWNED_ROWS = contract_name("aoti_owned_rows");
   static constexpr std::string_view AOTI_OWNED_ROWS_AS_SIZE =
       contract_name("aoti_owned_rows_as_size");
-  // what an AOTInductor package (a zip archive) holds and a TorchScript archive does not
+  // what an AOTInductor package (a zip archive) starts with, and holds where a TorchScript
+  // archive does not
+  static constexpr std::string_view AOTI_PACKAGE_SIGNATURE =
+      contract_name("aoti_package_signature");
   static constexpr std::string_view AOTI_PACKAGE_MARKER = contract_name("aoti_package_marker");
+  // the spec's own JSON layout and the toolkit's MLIPSpec.to_dict() layout
+  static constexpr int SPEC_VERSION = contract_integer("spec_version");
+  static constexpr int TOOLKIT_SPEC_VERSION = contract_integer("toolkit_spec_version");
+
+  // The schema of exchange op `name` ("name(arguments) -> result"), at compile time; empty where
+  // the table has none.
+  constexpr std::string_view exchange_op_schema(std::string_view name)
+  {
+    for (int k = 0;; ++k) {
+      const std::string_view schema = contract_list_item("exchange_ops", k);
+      if (schema.empty()) return {};
+      if (schema.substr(0, name.size()) == name && schema.substr(name.size(), 1) == "(")
+        return schema;
+    }
+  }
 
   static_assert(CONTRACT_VERSION > 0 && !METADATA_FILE.empty() && !AOTI_ENERGY_OUTPUT.empty() &&
                     !AOTI_OWNED_ROWS.empty() && !AOTI_OWNED_ROWS_AS_SIZE.empty() &&
-                    !AOTI_PACKAGE_MARKER.empty(),
+                    !AOTI_PACKAGE_SIGNATURE.empty() && !AOTI_PACKAGE_MARKER.empty() &&
+                    SPEC_VERSION > 0 && TOOLKIT_SPEC_VERSION > 0,
                 "nvalchemi_contract_tables.h: a name the C++ core reads is missing from the table");
 
 }    // namespace NVAlchemi

@@ -3,10 +3,11 @@
    scatter_to_owners, system_sum, rank_sum}, their autograd and their
    backward ops (<op>_backward), on top of the current Exchanger, which
    agrees each communicating call with the other ranks first (LibTorch
-   translation unit; no LAMMPS). The schemas match python/nvalchemi_lammps/ops.py.
+   translation unit; no LAMMPS). The schemas are the contract table's (nvalchemi_contract_tables.h).
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_halo_ops.h"
+#include "nvalchemi_contract_tables.h"
 #include "nvalchemi_halo_exchange.h"
 #include "nvalchemi_runner_torch.h"
 
@@ -17,6 +18,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -83,8 +85,10 @@ namespace NVAlchemi {
       return like(rows.view(x.sizes()), x);
     }
 
-    double *row_values(torch::Tensor &rows) { return rows.data_ptr<double>(); }
-    int row_width(const torch::Tensor &rows) { return static_cast<int>(rows.size(1)); }
+    double *row_values(torch::Tensor &rows)
+    { return rows.data_ptr<double>(); }
+    int row_width(const torch::Tensor &rows)
+    { return static_cast<int>(rows.size(1)); }
 
     // the adjoint of a refresh: the gradient of a ghost copy belongs to its owner
     void owners_take_ghost_gradients(Exchanger &ex, torch::Tensor &rows, Wire wire)
@@ -109,9 +113,7 @@ namespace NVAlchemi {
     }
     // the words back as x: its dtype, shape and device
     torch::Tensor from_words(const torch::Tensor &words, const torch::Tensor &x, int64_t width)
-    {
-      return words.view(x.scalar_type()).narrow(1, 0, width).reshape(x.sizes()).to(x.device());
-    }
+    { return words.view(x.scalar_type()).narrow(1, 0, width).reshape(x.sizes()).to(x.device()); }
 
     // y = x on owned rows, owners' values on ghost rows. The gradient of a ghost copy belongs
     // to its owner: ghost-row gradients are summed into the owners (in float64, sent in the
@@ -185,7 +187,8 @@ namespace NVAlchemi {
                                          int64_t scope)
     {
       const int64_t owned = check_system_sum(values, scope).num_owned();
-      auto g = scope == SCOPE_OWNED ? sum_over_ranks(grad, ExchangeCall::SYSTEM_SUM_BACKWARD) : grad;
+      auto g = scope == SCOPE_OWNED ? sum_over_ranks(grad, ExchangeCall::SYSTEM_SUM_BACKWARD)
+                                    : grad;
       auto result = torch::zeros(values.sizes(), g.options());
       result.narrow(0, 0, owned).copy_(g.unsqueeze(0).expand_as(result.narrow(0, 0, owned)));
       return result;
@@ -259,18 +262,32 @@ namespace NVAlchemi {
       // every call, in the order the model makes them, on every rank. As pure functions
       // (FROM_SCHEMA) it may move a call past an independent one in the graph it optimizes after
       // the first evaluation, and ranks would then call them in different orders.
-      const auto def = [](const char *schema, auto fn) {
-        library.def(torch::schema(schema, c10::AliasAnalysisKind::CONSERVATIVE), fn);
+      const auto def = [](std::string_view schema, auto fn) {
+        library.def(
+            torch::schema(std::string(schema).c_str(), c10::AliasAnalysisKind::CONSERVATIVE), fn);
       };
-      def("refresh_neighbors(Tensor x) -> Tensor", refresh_neighbors);
-      def("refresh_neighbors_backward(Tensor grad) -> Tensor", refresh_rows_adjoint);
-      def("scatter_to_owners(Tensor x) -> Tensor", scatter_to_owners);
-      def("scatter_to_owners_backward(Tensor grad) -> Tensor", scatter_rows_adjoint);
-      def("system_sum(Tensor values, int scope) -> Tensor", system_sum);
-      def("system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
-          sum_owned_rows_adjoint);
-      def("rank_sum(Tensor x) -> Tensor", rank_sum);
-      def("rank_sum_backward(Tensor grad) -> Tensor", sum_tensor_over_ranks_adjoint);
+      static constexpr std::string_view REFRESH = exchange_op_schema("refresh_neighbors"),
+                                        REFRESH_BACK =
+                                            exchange_op_schema("refresh_neighbors_backward"),
+                                        SCATTER = exchange_op_schema("scatter_to_owners"),
+                                        SCATTER_BACK =
+                                            exchange_op_schema("scatter_to_owners_backward"),
+                                        SUM = exchange_op_schema("system_sum"),
+                                        SUM_BACK = exchange_op_schema("system_sum_backward"),
+                                        RANK = exchange_op_schema("rank_sum"),
+                                        RANK_BACK = exchange_op_schema("rank_sum_backward");
+      static_assert(!REFRESH.empty() && !REFRESH_BACK.empty() && !SCATTER.empty() &&
+                        !SCATTER_BACK.empty() && !SUM.empty() && !SUM_BACK.empty() &&
+                        !RANK.empty() && !RANK_BACK.empty(),
+                    "nvalchemi_contract_tables.h: an exchange op's schema is missing");
+      def(REFRESH, refresh_neighbors);
+      def(REFRESH_BACK, refresh_rows_adjoint);
+      def(SCATTER, scatter_to_owners);
+      def(SCATTER_BACK, scatter_rows_adjoint);
+      def(SUM, system_sum);
+      def(SUM_BACK, sum_owned_rows_adjoint);
+      def(RANK, rank_sum);
+      def(RANK_BACK, sum_tensor_over_ranks_adjoint);
     });
   }
 

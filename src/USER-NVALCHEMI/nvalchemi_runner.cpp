@@ -38,9 +38,9 @@ namespace NVAlchemi {
       std::call_once(once, [] {
         using Unary = at::Tensor (*)(const at::Tensor &);
         static const Unary FUNCTIONS[] = {
-            &at::acos,  &at::asin,  &at::atan, &at::cos,   &at::cosh,  &at::erf,  &at::erfc,
-            &at::erfinv, &at::exp,  &at::expm1, &at::lgamma, &at::log, &at::log10, &at::log1p,
-            &at::log2,  &at::rsqrt, &at::sin,  &at::sinh,  &at::sqrt,  &at::tan,  &at::tanh};
+            &at::acos,   &at::asin,  &at::atan,  &at::cos,    &at::cosh, &at::erf,   &at::erfc,
+            &at::erfinv, &at::exp,   &at::expm1, &at::lgamma, &at::log,  &at::log10, &at::log1p,
+            &at::log2,   &at::rsqrt, &at::sin,   &at::sinh,   &at::sqrt, &at::tan,   &at::tanh};
         for (const auto dtype : {at::kFloat, at::kDouble}) {
           const at::Tensor x = at::linspace(0.1, 0.9, 64, at::TensorOptions().dtype(dtype));
           for (const Unary function : FUNCTIONS) (void) function(x);
@@ -103,17 +103,21 @@ namespace NVAlchemi {
     if (!ec && built == loaded) return "";
     // a version without a local tag (the headers' TORCH_VERSION) matches any build of it
     const bool tagged = files.built_version.find('+') != std::string::npos;
-    const std::string loaded_version =
-        tagged ? files.loaded_version : files.loaded_version.substr(0, files.loaded_version.find('+'));
+    const std::string loaded_version = tagged
+        ? files.loaded_version
+        : files.loaded_version.substr(0, files.loaded_version.find('+'));
     if (!files.loaded_version.empty() && loaded_version == files.built_version) return "";
     return "this process runs LibTorch " +
-        (files.loaded_version.empty() ? std::string("of unknown version")
-                                      : files.loaded_version) +
-        " from " + files.loaded_file + ", loaded before LAMMPS (by Python's 'import torch' or "
-        "another library), but the package was built against LibTorch " + files.built_version +
-        " (" + files.built_file + "); one process holds one LibTorch, and a package built against "
+        (files.loaded_version.empty() ? std::string("of unknown version") : files.loaded_version) +
+        " from " + files.loaded_file +
+        ", loaded before LAMMPS (by Python's 'import torch' or "
+        "another library), but the package was built against LibTorch " +
+        files.built_version + " (" + files.built_file +
+        "); one process holds one LibTorch, and a package built against "
         "another version would crash in it. Import the torch LAMMPS was built with (run Python "
-        "from the environment whose site-packages holds " + files.built_file + "), or build "
+        "from the environment whose site-packages holds " +
+        files.built_file +
+        "), or build "
         "LAMMPS against the torch this process imports (-DNVALCHEMI_PYTHON=<its python>)";
   }
 
@@ -121,7 +125,7 @@ namespace NVAlchemi {
   {
     // a .pt2 is a zip archive whose entries (names stored uncompressed) sit under
     // <name>/data/aotinductor/; a TorchScript archive has none there
-    return file_bytes.compare(0, 2, "PK") == 0 &&
+    return file_bytes.compare(0, AOTI_PACKAGE_SIGNATURE.size(), AOTI_PACKAGE_SIGNATURE) == 0 &&
         file_bytes.find(AOTI_PACKAGE_MARKER) != std::string::npos;
   }
 

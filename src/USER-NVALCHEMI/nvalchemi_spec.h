@@ -7,6 +7,8 @@
 #ifndef LMP_NVALCHEMI_SPEC_H
 #define LMP_NVALCHEMI_SPEC_H
 
+#include "nvalchemi_contract_tables.h"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -15,10 +17,9 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-  // Version of the spec's JSON form written by to_json() and accepted by from_json().
-  static constexpr int SPEC_VERSION = 1;
-  // Version of the nvalchemi toolkit's MLIPSpec.to_dict() layout, which from_json() also reads.
-  static constexpr int TOOLKIT_SPEC_VERSION = 2;
+  // SPEC_VERSION (the JSON form to_json() writes and from_json() takes) and
+  // TOOLKIT_SPEC_VERSION (the toolkit's MLIPSpec.to_dict() layout, which from_json() also reads)
+  // are the contract table's.
 
   // Shape of a model output: one value per atom row, one per system, or a passthrough.
   enum class OutputKind { PER_NODE, PER_GRAPH, GLOBAL, UNKNOWN };
