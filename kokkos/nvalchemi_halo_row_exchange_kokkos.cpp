@@ -10,8 +10,7 @@ namespace LAMMPS_NS {
 namespace NVAlchemi {
 
   template <class DeviceType>
-  double *RowExchangeKokkos<DeviceType>::rows_to_atoms(const double *rows, int64_t nrows,
-                                                       int width)
+  double *RowExchangeKokkos<DeviceType>::rows_to_atoms(const double *rows, int64_t nrows, int width)
   {
     using Policy = Kokkos::RangePolicy<typename DeviceType::execution_space>;
     const size_t n = used = static_cast<size_t>(comm.num_atoms()) * width;

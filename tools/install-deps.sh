@@ -90,6 +90,12 @@ ase_version=3.26.0
 if ! "$venv/bin/python" -c "import ase, sys; sys.exit(ase.__version__ != '$ase_version')" 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check "ase==$ase_version"
 fi
+# clang-format checks the package's C++ against LAMMPS' style (.clang-format; the test
+# clang_format): PyPI's build, pinned, so that every machine formats alike
+clang_format_version=23.1.5
+if [ "$("$venv/bin/clang-format" --version 2>/dev/null | awk '{print $3}')" != "$clang_format_version" ]; then
+  "$venv/bin/pip" install -q --disable-pip-version-check "clang-format==$clang_format_version"
+fi
 # the package's model tools (python/, nvalchemi_lammps), editable: the reference-model scripts
 # and the tests import them as users do
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -33,7 +33,7 @@ class ComputeNVAlchemiDeviation : public Compute {
 
  private:
   std::vector<class PairNVAlchemi *> members;    // the committee: every pair_style nvalchemi
-  bigint evaluated = -1;    // the force evaluation the deviations belong to
+  bigint evaluated = -1;                         // the force evaluation the deviations belong to
   int nmax = 0;
   bool warned_virial = false;
   void evaluate();

@@ -163,8 +163,9 @@ namespace NVAlchemi {
         virial[v] += weight * w[3 * VIRIAL_VOIGT[v][0] + VIRIAL_VOIGT[v][1]];
       return true;
     }
-    return node_virials(spec, graph, outputs, nprocs, purpose,
-                        [virial](int64_t, int v, double w) { virial[v] += w; });
+    return node_virials(spec, graph, outputs, nprocs, purpose, [virial](int64_t, int v, double w) {
+      virial[v] += w;
+    });
   }
 
   bool add_atom_energies(const RankResult &result, double *eatom)
@@ -183,7 +184,9 @@ namespace NVAlchemi {
     const Graph &graph = result.graph;
     if (!result.share.differentiate)
       return node_virials(result.spec, graph, result.outputs, result.nprocs, "Per-atom virials",
-                          [&](int64_t r, int v, double w) { vatom[graph.row_atom[r]][v] += w; });
+                          [&](int64_t r, int v, double w) {
+                            vatom[graph.row_atom[r]][v] += w;
+                          });
     const double *g = result.outputs.host_edge_gradients();
     if (!g) return true;
     const int64_t *edges = graph.edges.data();

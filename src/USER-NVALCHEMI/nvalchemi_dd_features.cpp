@@ -38,8 +38,8 @@ namespace NVAlchemi {
 
   void ForceGuard::check(int groupbit, const std::string &reported_as)
   {
-    const ForceCheck found = check_forces(atom->f, atom->mask, groupbit, atom->nlocal, max_force,
-                                          clamp, GUARD_REPORTED);
+    const ForceCheck found =
+        check_forces(atom->f, atom->mask, groupbit, atom->nlocal, max_force, clamp, GUARD_REPORTED);
     bigint counts[3] = {found.non_finite, found.too_large, found.clamped};
     MPI_Allreduce(MPI_IN_PLACE, counts, 3, MPI_LMP_BIGINT, MPI_SUM, world);
     if (counts[2]) {
@@ -67,8 +67,8 @@ namespace NVAlchemi {
     if (counts[0])
       message += fmt::format("non-finite forces on {} atoms, IDs:{}; ", counts[0], atoms[0]);
     if (counts[1])
-      message += fmt::format("forces above maxforce {} on {} atoms, IDs:{}; ", max_force,
-                             counts[1], atoms[1]);
+      message += fmt::format("forces above maxforce {} on {} atoms, IDs:{}; ", max_force, counts[1],
+                             atoms[1]);
     error->all(FLERR, Error::NOLASTLINE,
                "Fix nvalchemi/dd guard on step {}: {}(at most {} atoms named per rank)",
                update->ntimestep, message, GUARD_REPORTED);

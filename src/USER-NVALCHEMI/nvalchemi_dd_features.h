@@ -64,8 +64,8 @@ namespace NVAlchemi {
 
     int every = 0;
     double tolerance = 0.0;
-    int validations = 0;          // kept in restart files
-    double difference = 0.0;      // largest relative difference of the last validation
+    int validations = 0;        // kept in restart files
+    double difference = 0.0;    // largest relative difference of the last validation
   };
 
   // The group gathered on rank 0, sorted by atom ID, appended as one extended-XYZ frame

@@ -36,8 +36,7 @@ namespace NVAlchemi {
       bool maps_atoms_by_id() const override { return true; }
       bool exchanges_through_atom_comm() const override { return false; }
       bool makes_model_graph() const override { return true; }
-      Graph &model_graph(Graph &rank_graph,
-                         const std::function<int64_t(int64_t)> &atom_id) override
+      Graph &model_graph(Graph &rank_graph, const std::function<int64_t(int64_t)> &atom_id) override
       {
         row_ids.resize(rank_graph.num_rows());
         for (int64_t r = 0; r < rank_graph.num_rows(); ++r) row_ids[r] = atom_id(r);
@@ -51,7 +50,7 @@ namespace NVAlchemi {
       { return partition->memory_bytes() + static_cast<double>(row_ids.capacity()) * 8; }
 
      private:
-      GraphPartition *partition;        // the exchanger, owned by the base
+      GraphPartition *partition;       // the exchanger, owned by the base
       std::vector<int64_t> row_ids;    // atom ID of each row of the rank's graph, scratch
     };
 

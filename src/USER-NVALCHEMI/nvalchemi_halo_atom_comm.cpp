@@ -23,7 +23,9 @@ namespace NVAlchemi {
   // ghost atoms take their owners' values
   void PairAtomComm::forward(double *v, int w)
   {
-    in_passes(v, w, pair->comm_forward, [&] { lmp->comm->forward_comm(pair, columns); });
+    in_passes(v, w, pair->comm_forward, [&] {
+      lmp->comm->forward_comm(pair, columns);
+    });
   }
 
   // ghost atoms' partials are summed into their owners, sent as `as` (float32: two values to a
@@ -31,7 +33,9 @@ namespace NVAlchemi {
   void PairAtomComm::reverse(double *v, int w, Wire as)
   {
     wire = as;
-    in_passes(v, w, pair->comm_reverse, [&] { lmp->comm->reverse_comm(pair, columns); });
+    in_passes(v, w, pair->comm_reverse, [&] {
+      lmp->comm->reverse_comm(pair, columns);
+    });
     wire = Wire::FLOAT64;
   }
 
@@ -79,7 +83,8 @@ namespace NVAlchemi {
       auto *bytes = reinterpret_cast<unsigned char *>(buf);
       for (int i = first; i < first + n; ++i)
         for (int c = 0; c < columns; ++c) {
-          const float value = static_cast<float>(values[static_cast<size_t>(i) * width + offset + c]);
+          const float value =
+              static_cast<float>(values[static_cast<size_t>(i) * width + offset + c]);
           std::memcpy(bytes + sizeof(float) * m++, &value, sizeof(float));
         }
       if (m % 2) std::memset(bytes + sizeof(float) * m, 0, sizeof(float));

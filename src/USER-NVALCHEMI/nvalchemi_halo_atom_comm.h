@@ -26,8 +26,7 @@ namespace NVAlchemi {
     void reverse(double *values, int width, Wire wire) override;
     void sum_over_ranks(double *values, int n) override;
     void broadcast(double *values, int n) override;
-    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
-                          int n) override;
+    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest, int n) override;
 
     // the pass in progress, for the pair style's pack/unpack_*_comm
     int pack_forward(int n, const int *list, double *buf) const;
@@ -38,7 +37,7 @@ namespace NVAlchemi {
    private:
     LAMMPS *lmp;
     Pair *pair;
-    double *values = nullptr;    // [num_atoms][width] of the call in progress
+    double *values = nullptr;                  // [num_atoms][width] of the call in progress
     int width = 0, offset = 0, columns = 0;    // the pass: columns [offset, offset + columns)
     Wire wire = Wire::FLOAT64;                 // what the reverse pass in progress sends
     // `pass` moves columns [offset, offset + columns) of `v` [num_atoms][w], per_pass at a time

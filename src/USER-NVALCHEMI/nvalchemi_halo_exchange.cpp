@@ -74,8 +74,7 @@ namespace NVAlchemi {
       std::string list = std::to_string(ranks.front());
       for (size_t k = 1; k < std::min(ranks.size(), NAMED); ++k)
         list += " " + std::to_string(ranks[k]);
-      if (ranks.size() > NAMED)
-        list += " and " + std::to_string(ranks.size() - NAMED) + " more";
+      if (ranks.size() > NAMED) list += " and " + std::to_string(ranks.size() - NAMED) + " more";
       where += "; rank" + std::string(ranks.size() > 1 ? "s " : " ") + list + ": " + point.str();
     }
     return where;

@@ -149,8 +149,7 @@ namespace NVAlchemi {
     void refresh(double *, int) override {}
     void sum_into_owners(double *, int, Wire) override {}
     void sum_over_ranks(double *, int) override {}
-    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
-                          int n) override
+    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest, int n) override
     { same_on_every_rank(values, lowest, highest, n); }
 
    private:

@@ -143,8 +143,7 @@ namespace NVAlchemi {
     mpi_range(world, values, lowest, highest, n);
   }
 
-  void GraphPartition::to_halo_rows(const MLIPSpec &spec, const Graph &halo,
-                                    ModelOutputs &outputs)
+  void GraphPartition::to_halo_rows(const MLIPSpec &spec, const Graph &halo, ModelOutputs &outputs)
   {
     std::vector<double> rows;
     for (const auto &entry : spec.outputs) {

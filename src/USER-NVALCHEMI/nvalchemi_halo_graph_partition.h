@@ -51,8 +51,7 @@ namespace NVAlchemi {
     // a reduce-scatter in float64 whatever `wire` says: MPI would sum float32 values in float32
     void sum_into_owners(double *rows, int width, Wire wire) override;
     void sum_over_ranks(double *values, int n) override;
-    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
-                          int n) override;
+    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest, int n) override;
 
    private:
     MPI_Comm world;

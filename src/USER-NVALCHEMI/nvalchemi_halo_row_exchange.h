@@ -54,8 +54,7 @@ namespace NVAlchemi {
     void refresh(double *rows, int width) override;
     void sum_into_owners(double *rows, int width, Wire wire) override;
     void sum_over_ranks(double *values, int n) override;
-    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest,
-                          int n) override;
+    void range_over_ranks(const int64_t *values, int64_t *lowest, int64_t *highest, int n) override;
     bool owned_rows_complete() const override { return complete; }
 
    protected:

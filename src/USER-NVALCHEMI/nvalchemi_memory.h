@@ -15,7 +15,7 @@ namespace NVAlchemi {
 
   // Bytes left under each limit that applies; negative where a limit is unknown or unset.
   struct HostMemory {
-    double node_available = -1.0;    // MemAvailable of /proc/meminfo, shared by the node's ranks
+    double node_available = -1.0;      // MemAvailable of /proc/meminfo, shared by the node's ranks
     double cgroup_available = -1.0;    // the control group's memory.max - memory.current, shared
     double address_space_left = -1.0;    // RLIMIT_AS - VmSize: this process alone
   };

@@ -172,7 +172,9 @@ namespace NVAlchemi {
 
   std::string describe_non_model(const std::string &bytes)
   {
-    const auto holds = [&](std::string_view text) { return bytes.find(text) != std::string::npos; };
+    const auto holds = [&](std::string_view text) {
+      return bytes.find(text) != std::string::npos;
+    };
     const std::string formats = "pair_style nvalchemi reads TorchScript files (.pt) and "
                                 "AOTInductor packages (.pt2)";
     if (bytes.compare(0, 2, "PK") != 0) {
@@ -203,7 +205,8 @@ namespace NVAlchemi {
         if (holds(f.marker))
           return std::string("it is a checkpoint of ") + f.name +
               " written by torch.save, a pickled Python object that needs Python and the "
-              "framework to read, not a deployed model: export it with " + f.exporter;
+              "framework to read, not a deployed model: export it with " +
+              f.exporter;
       return "it is a checkpoint written by torch.save (a pickled Python object that needs "
              "Python to read), not a deployed model: export the model with the package's "
              "exporter (nvalchemi-mace-export, nvalchemi-sevenn-export, nvalchemi-nequip-export) "

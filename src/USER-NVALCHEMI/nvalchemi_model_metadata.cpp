@@ -99,8 +99,10 @@ namespace NVAlchemi {
     if (!root.is_object()) throw std::invalid_argument("the top level must be a JSON object");
 
     for (const auto &item : root.items()) {
-      const auto entry = std::find_if(metadata_keys().begin(), metadata_keys().end(),
-                                      [&](const json &e) { return e.at("name") == item.key(); });
+      const auto entry =
+          std::find_if(metadata_keys().begin(), metadata_keys().end(), [&](const json &e) {
+            return e.at("name") == item.key();
+          });
       if (entry == metadata_keys().end())
         throw std::invalid_argument("unknown key '" + item.key() + "'");
     }

@@ -84,9 +84,10 @@ namespace NVAlchemi {
       bytes_per_item = std::max(0.0, peak_resident_bytes() - before) / sample_items;
     } catch (std::exception &e) {
       // the real call reports what fails; without a figure the check cannot estimate
-      lmp->error->warning(FLERR, "pair_style nvalchemi: model {} failed on a sample of {} edges "
-                          "for its memory estimate: {}", m.model_file, sample.num_edges(),
-                          e.what());
+      lmp->error->warning(FLERR,
+                          "pair_style nvalchemi: model {} failed on a sample of {} edges "
+                          "for its memory estimate: {}",
+                          m.model_file, sample.num_edges(), e.what());
       measurable = false;
     }
   }

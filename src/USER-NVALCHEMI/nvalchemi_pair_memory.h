@@ -46,7 +46,7 @@ namespace NVAlchemi {
     double bytes_per_item = -1.0;    // -1: not measured yet
     bool measurable = true;          // false where the peak cannot be reset or the sample failed
     int64_t sample_items = 0;
-    double logged_need = -1.0;       // the largest need per rank rank 0 has logged
+    double logged_need = -1.0;        // the largest need per rank rank 0 has logged
     MPI_Comm node = MPI_COMM_NULL;    // the ranks that share this rank's node
 
     void measure(LAMMPS *lmp, PairModel &m, const Graph &graph, const Cell &cell);

@@ -128,9 +128,9 @@ namespace NVAlchemi {
     class CompiledRunner : public ModelRunner {
      public:
       CompiledRunner(std::unique_ptr<torch::inductor::AOTIModelPackageLoader> program,
-                     const Device &device)
-          : loader(std::move(program)), placement(device)
-      {}
+                     const Device &device) : loader(std::move(program)), placement(device)
+      {
+      }
       const char *format() const override { return "AOTInductor"; }
       // a compiled program's calls are not listed in the package (an operator missing at run
       // time fails the call, naming it)
@@ -169,13 +169,13 @@ namespace NVAlchemi {
     // A package of the package's exporter: the model contract's program.
     class ContractProgram : public CompiledRunner {
      public:
-      ContractProgram(Package &&package, const Device &device)
-          : CompiledRunner(std::move(package.loader), device),
-            metadata(package.meta[std::string(METADATA_FILE)]),
-            energy_output(package.meta[std::string(AOTI_ENERGY_OUTPUT)]),
-            owned_rows_as_size(package.meta[std::string(AOTI_OWNED_ROWS)] ==
-                               AOTI_OWNED_ROWS_AS_SIZE)
-      {}
+      ContractProgram(Package &&package, const Device &device) :
+          CompiledRunner(std::move(package.loader), device),
+          metadata(package.meta[std::string(METADATA_FILE)]),
+          energy_output(package.meta[std::string(AOTI_ENERGY_OUTPUT)]),
+          owned_rows_as_size(package.meta[std::string(AOTI_OWNED_ROWS)] == AOTI_OWNED_ROWS_AS_SIZE)
+      {
+      }
 
       const std::string &metadata_text() const override { return metadata; }
 
@@ -252,8 +252,8 @@ namespace NVAlchemi {
     // is the owned atoms' (a ghost, centre of no edge, has only its constant shift).
     class NequipAllegroProgram : public CompiledRunner {
      public:
-      NequipAllegroProgram(Package &&package, const Device &device)
-          : CompiledRunner(std::move(package.loader), device)
+      NequipAllegroProgram(Package &&package, const Device &device) :
+          CompiledRunner(std::move(package.loader), device)
       {
         auto &meta = package.meta;
         if (!meta["per_edge_type_cutoff"].empty())
@@ -265,12 +265,13 @@ namespace NVAlchemi {
           const auto found = std::find(outputs.begin(), outputs.end(), name);
           if (found == outputs.end())
             throw std::runtime_error("the nequip package returns '" + meta[NEQUIP_OUTPUTS] +
-                                     "', without '" + name + "': compile it with nequip-compile "
+                                     "', without '" + name +
+                                     "': compile it with nequip-compile "
                                      "--target pair_allegro");
           position[name] = found - outputs.begin();
         }
-        const auto species = species_of(words(meta["type_names"]), name,
-                                        "export it with nvalchemi-nequip-export");
+        const auto species =
+            species_of(words(meta["type_names"]), name, "export it with nvalchemi-nequip-export");
         table = type_index_table(species);
         const std::string spec =
             R"({"version": 1, "halo": "local", "compile": {"force_strategy": "model"}, "outputs": {)"
@@ -320,8 +321,8 @@ namespace NVAlchemi {
                                       "force strategy is model, its energy the owned atoms'");
       }
 
-      void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
-                    Exchanger *, ModelOutputs &outputs) override
+      void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share, Exchanger *,
+                    ModelOutputs &outputs) override
       {
         rethrow_torch_errors([&] {
           torch::NoGradGuard no_grad;    // the program holds its own backward pass

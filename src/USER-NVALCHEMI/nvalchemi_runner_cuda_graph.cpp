@@ -41,7 +41,8 @@ namespace NVAlchemi {
 
 #ifdef NVALCHEMI_TORCH_CUDA
 
-  bool CapturedCall::available() { return true; }
+  bool CapturedCall::available()
+  { return true; }
 
   std::vector<torch::Tensor> CapturedCall::run(const std::vector<torch::Tensor> &inputs,
                                                const Work &work)
@@ -100,10 +101,10 @@ namespace NVAlchemi {
 
 #else
 
-  bool CapturedCall::available() { return false; }
+  bool CapturedCall::available()
+  { return false; }
 
-  std::vector<torch::Tensor> CapturedCall::run(const std::vector<torch::Tensor> &,
-                                               const Work &)
+  std::vector<torch::Tensor> CapturedCall::run(const std::vector<torch::Tensor> &, const Work &)
   {
     throw std::runtime_error("this LibTorch has no CUDA: a model call cannot be captured as a "
                              "CUDA graph");

@@ -61,8 +61,8 @@ namespace NVAlchemi {
                                  const char *format)
     {
       if (!module.hasattr(name) || !module.attr(name).isModule())
-        throw std::runtime_error(std::string("the ") + format + " file has no submodule '" +
-                                 name + "' (frozen, or written by another release): " +
+        throw std::runtime_error(std::string("the ") + format + " file has no submodule '" + name +
+                                 "' (frozen, or written by another release): " +
                                  "export the model with the package's exporter instead");
       return module.attr(name).toModule();
     }
@@ -89,8 +89,8 @@ namespace NVAlchemi {
     // no gradient) is called here.
     class MaceLammpsFile : public RecordedFile {
      public:
-      explicit MaceLammpsFile(const torch::jit::Module &file)
-          : mace(submodule(file, "model", name())), head(file.attr("head").toTensor())
+      explicit MaceLammpsFile(const torch::jit::Module &file) :
+          mace(submodule(file, "model", name())), head(file.attr("head").toTensor())
       {
         const auto z = file.attr("atomic_numbers").toTensor().to(torch::kInt64);
         std::vector<int> species;
@@ -109,8 +109,7 @@ namespace NVAlchemi {
       }
       const char *name() const override { return "MACE (mace_create_lammps_model)"; }
 
-      c10::Dict<std::string, torch::Tensor>
-      forward(const std::vector<torch::Tensor> &in) override
+      c10::Dict<std::string, torch::Tensor> forward(const std::vector<torch::Tensor> &in) override
       {
         const auto &vectors = in[EDGE_VECTORS];
         const int64_t rows = in[POSITIONS].size(0), edges = vectors.size(0);
@@ -122,9 +121,9 @@ namespace NVAlchemi {
         data.insert("shifts", vectors);
         data.insert("unit_shifts", torch::zeros({edges, 3}, real));
         data.insert("edge_index", in[NEIGHBOR_LIST].t().contiguous());
-        data.insert("node_attrs",
-                    torch::one_hot(type_indices(table, in[ATOMIC_NUMBERS]), num_types)
-                        .to(vectors.dtype()));
+        data.insert(
+            "node_attrs",
+            torch::one_hot(type_indices(table, in[ATOMIC_NUMBERS]), num_types).to(vectors.dtype()));
         data.insert("cell", in[CELL].reshape({3, 3}));
         data.insert("batch", torch::zeros({rows}, index));
         data.insert("ptr", torch::tensor({int64_t(0), rows}, index));
@@ -163,8 +162,8 @@ namespace NVAlchemi {
     // its force module; it takes the edge vectors as an input and sums at edge_index[0].
     class SevennDeployedFile : public RecordedFile {
      public:
-      SevennDeployedFile(const torch::jit::Module &file, const torch::jit::ExtraFilesMap &extra)
-          : module(file)
+      SevennDeployedFile(const torch::jit::Module &file, const torch::jit::ExtraFilesMap &extra) :
+          module(file)
       {
         const auto species = species_of(words(extra.at("chemical_symbols_to_index")), name(),
                                         "export it with nvalchemi-sevenn-export");
@@ -186,8 +185,7 @@ namespace NVAlchemi {
       }
       const char *name() const override { return "SevenNet (sevenn deploy)"; }
 
-      c10::Dict<std::string, torch::Tensor>
-      forward(const std::vector<torch::Tensor> &in) override
+      c10::Dict<std::string, torch::Tensor> forward(const std::vector<torch::Tensor> &in) override
       {
         const auto index = in[ATOMIC_NUMBERS].options();
         c10::Dict<std::string, torch::Tensor> data;
@@ -208,8 +206,8 @@ namespace NVAlchemi {
     // ForceStressOutput around the network (model.func), called here without the gradient.
     class NequipCompiledFile : public RecordedFile {
      public:
-      NequipCompiledFile(const torch::jit::Module &file, const torch::jit::ExtraFilesMap &extra)
-          : network(submodule(submodule(file, "model", name()), "func", name()))
+      NequipCompiledFile(const torch::jit::Module &file, const torch::jit::ExtraFilesMap &extra) :
+          network(submodule(submodule(file, "model", name()), "func", name()))
       {
         if (!extra.at("per_edge_type_cutoff").empty())
           throw std::runtime_error("the nequip file has per-edge-type cutoffs, which the package "
@@ -236,8 +234,7 @@ namespace NVAlchemi {
       { return !extra.at("type_names").empty() && !extra.at("r_max").empty(); }
       const char *name() const override { return "nequip (nequip-compile)"; }
 
-      c10::Dict<std::string, torch::Tensor>
-      forward(const std::vector<torch::Tensor> &in) override
+      c10::Dict<std::string, torch::Tensor> forward(const std::vector<torch::Tensor> &in) override
       {
         c10::Dict<std::string, torch::Tensor> data;
         data.insert("pos", torch::zeros_like(in[POSITIONS]));
@@ -259,7 +256,8 @@ namespace NVAlchemi {
         "type_names", "r_max", "model_dtype", "per_edge_type_cutoff"};
   }    // namespace
 
-  std::vector<std::string> foreign_extra_files() { return EXTRA_FILES; }
+  std::vector<std::string> foreign_extra_files()
+  { return EXTRA_FILES; }
 
   std::string foreign_metadata(double cutoff, const std::vector<int> &species, torch::Dtype dtype,
                                const std::string &spec_json)
@@ -301,7 +299,8 @@ namespace NVAlchemi {
       if (z == 0)
         throw std::runtime_error(std::string("the ") + format + " file names a type '" + symbol +
                                  "' that is not a chemical element; the package maps LAMMPS "
-                                 "types to models by element (pair_coeff): " + instead);
+                                 "types to models by element (pair_coeff): " +
+                                 instead);
       species.push_back(z);
     }
     return species;

@@ -15,8 +15,6 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
-
-
   std::string libtorch_version()
   { return TORCH_VERSION; }
 
@@ -152,19 +150,18 @@ namespace NVAlchemi {
     const auto input = [&](int slot, const void *buffer, const void *kept, c10::IntArrayRef shape,
                            torch::Dtype type, bool real_valued) {
       return resident.set
-                 ? placement.resident_input(kept, shape, type, real_valued, resident.device)
-                 : placement.input(slot, buffer, shape, type, real_valued);
+          ? placement.resident_input(kept, shape, type, real_valued, resident.device)
+          : placement.input(slot, buffer, shape, type, real_valued);
     };
     ContractInputs in;
-    in.tensors[0] = scaled(input(0, graph.positions.data(), resident.positions, {nrows, 3},
-                                 torch::kFloat64, true),
-                           length);
+    in.tensors[0] = scaled(
+        input(0, graph.positions.data(), resident.positions, {nrows, 3}, torch::kFloat64, true),
+        length);
     in.tensors[1] = input(1, graph.atomic_numbers.data(), resident.atomic_numbers, {nrows},
                           torch::kInt64, false);
-    in.tensors[2] =
-        input(2, graph.edges.data(), resident.edges, {nedges, 2}, torch::kInt64, false);
-    in.tensors[3] = scaled(input(3, graph.edge_vectors.data(), resident.edge_vectors,
-                                 {nedges, 3}, torch::kFloat64, true),
+    in.tensors[2] = input(2, graph.edges.data(), resident.edges, {nedges, 2}, torch::kInt64, false);
+    in.tensors[3] = scaled(input(3, graph.edge_vectors.data(), resident.edge_vectors, {nedges, 3},
+                                 torch::kFloat64, true),
                            length);
     // a model that brings its own forces may still call requires_grad_() on its inputs
     in.tensors[3].requires_grad_(differentiate);
@@ -221,7 +218,6 @@ namespace NVAlchemi {
   { set_current_exchanger(exchanger); }
   ExchangeScope::~ExchangeScope()
   { set_current_exchanger(nullptr); }
-
 
 }    // namespace NVAlchemi
 }    // namespace LAMMPS_NS

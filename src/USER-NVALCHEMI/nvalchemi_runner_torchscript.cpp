@@ -149,8 +149,7 @@ namespace NVAlchemi {
               ? scaled(gradient.narrow(0, 0, graph.num_edges()), units.force())
               : gradient;
           const bool host_gradient =
-              !keep_resident_gradients(graph, real_edges, outputs) &&
-              gradient.defined();
+              !keep_resident_gradients(graph, real_edges, outputs) && gradient.defined();
           if (host_gradient) results.push_back(real_edges);
           for (size_t k = 2; k < result.size(); ++k)
             results.push_back(

@@ -55,7 +55,9 @@ namespace NVAlchemi {
       const json styles = json::parse(CONTRACT_TABLES_JSON).at("unit_styles");
       std::string names;
       for (size_t i = 0; i < styles.size(); ++i)
-        names += (i == 0 ? "" : i + 1 == styles.size() ? last_separator : ", ") +
+        names += (i == 0                       ? ""
+                      : i + 1 == styles.size() ? last_separator
+                                               : ", ") +
             styles[i].at("name").get<std::string>();
       return names;
     }
