@@ -98,12 +98,11 @@ namespace NVAlchemi {
     m.graph_on_device = keywords.graph_on_device && *keywords.graph_on_device;
     check_libtorch(lmp);
     load_op_libraries(lmp, keywords.libraries);    // before the model: it may call their ops
+    m.graph_optimization = keywords.jit_optimize;
     load_pair_model(lmp, arg[0], m);
-    m.model->set_graph_optimization(keywords.jit_optimize);
     m.cuda_graph = keywords.cuda_graph;
     if (m.cuda_graph &&
-        (!m.device.is_gpu() || !*m.spec.compile.static_shapes ||
-         std::string(m.model->format()) != "TorchScript"))
+        (!m.device.is_gpu() || !*m.spec.compile.static_shapes || !m.model->cuda_graphs()))
       lmp->error->all(FLERR, Error::NOLASTLINE,
                       "pair_style nvalchemi cuda_graph yes captures a TorchScript model's calls "
                       "on a GPU at fixed shapes: it needs a .pt model, device cuda and "
@@ -164,18 +163,16 @@ namespace NVAlchemi {
     } catch (std::invalid_argument &e) {
       lmp->error->all(FLERR, 1, "Model {} {}", file, e.what());
     }
-    s.model->set_units(s.units);
     check_operators(lmp, file, s.model->custom_operators(), *spec.custom_ops);
     // errors about the effective spec name where its fields came from
     s.halo_origin = s.overrides.halo ? "the pair_style keywords set"
                                      : fmt::format("the spec of model {} sets", file);
     try {
       s.share = energy_share(spec, lmp->comm->nprocs);
-      s.model->check_share(s.share);
+      s.model->configure({s.units, s.share, meta.dtype == "float64", s.graph_optimization});
     } catch (std::invalid_argument &e) {
       lmp->error->all(FLERR, 1, "Model {} with the pair_style keywords given: {}", file, e.what());
     }
-    s.model->set_float64(meta.dtype == "float64");
   }
 
   void check_pair_settings(LAMMPS *lmp, const PairModel &m, const Pair *pair, bool shift, bool tail)
@@ -234,17 +231,18 @@ namespace NVAlchemi {
                          const Graph &model_graph, bool &problem_reported)
   {
     const bigint step = lmp->update->ntimestep;
-    if (m.model->cuda_graph_captures() > captures_before && lmp->comm->me == 0)
+    const CudaGraphCapture &capture = *m.model->cuda_graphs();
+    if (capture.captures() > captures_before && lmp->comm->me == 0)
       utils::logmesg(lmp,
                      "pair_style nvalchemi: the model's call captured as a CUDA graph on step {} "
                      "({} rows, {} edges), replayed while the shapes stay\n",
                      step, model_graph.tensor_rows(), model_graph.tensor_edges());
-    if (m.model->cuda_graph_problem().empty() || problem_reported) return;
+    if (capture.problem().empty() || problem_reported) return;
     problem_reported = true;
     lmp->error->warning(FLERR,
                         "pair_style nvalchemi cuda_graph on rank {}: {}; its calls run "
                         "uncaptured from step {}",
-                        lmp->comm->me, m.model->cuda_graph_problem(), step);
+                        lmp->comm->me, capture.problem(), step);
   }
 
   void log_pair_model(LAMMPS *lmp, const PairModel &m, const char *route, double cutoff)

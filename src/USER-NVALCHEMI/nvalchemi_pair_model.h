@@ -29,6 +29,7 @@ namespace NVAlchemi {
     Device device;                   // where this rank runs the model
     bool graph_on_device = false;    // the graph built there (TorchRankGraph), else on the host
     bool cuda_graph = false;         // the model's calls captured as CUDA graphs (cuda_graph yes)
+    bool graph_optimization = false;    // TorchScript's graph executor optimizes (jit_optimize)
     std::unique_ptr<ModelRunner> model;
     ModelMetadata metadata;
     MLIPSpec overrides;    // from pair_style keywords

@@ -21,6 +21,29 @@
 namespace LAMMPS_NS {
 namespace NVAlchemi {
 
+  // How a loaded model runs in this LAMMPS run, given once its metadata is read.
+  struct RunOptions {
+    UnitConversion units;    // the model's units against the run's (none: the same)
+    EnergyShare share;       // the energy each call sums and differentiates
+    bool float64 = true;     // the precision the model computes in (inputs and outputs converted)
+    // whether TorchScript's graph executor optimizes the model's graph while it runs (profiles
+    // the first calls, then specializes to the shapes seen): pair_style keyword jit_optimize; no
+    // effect on a format without a graph executor
+    bool graph_optimization = false;
+  };
+
+  // CUDA-graph capture of a model's calls, a capability a runner may offer (cuda_graphs()):
+  // while enabled, each call is captured once per set of input shapes (static shapes on a GPU)
+  // and replayed after. A capture that fails is not tried again and the call runs uncaptured;
+  // problem() then says why.
+  class CudaGraphCapture {
+   public:
+    virtual ~CudaGraphCapture() = default;
+    virtual void enable(bool on) = 0;
+    virtual int captures() const = 0;
+    virtual const std::string &problem() const = 0;    // "" while capturing works
+  };
+
   // A model file loaded for evaluation, one per pair style instance.
   class ModelRunner {
    public:
@@ -43,31 +66,24 @@ namespace NVAlchemi {
     // sorted), which operator libraries registered; empty where the format does not say.
     virtual std::vector<std::string> custom_operators() const = 0;
 
-    // Precision the model computes in; inputs are converted to it, outputs back to double.
-    virtual void set_float64(bool float64) = 0;
-
-    // Whether TorchScript's graph executor optimizes the model's graph while it runs (profiles
-    // the first calls, then specializes to the shapes seen); off unless asked for (pair_style
-    // keyword jit_optimize). No effect on a format without a graph executor.
-    virtual void set_graph_optimization(bool on) = 0;
+    // The runner set up for this run from `options`. Throws std::invalid_argument, naming what
+    // to change, when this format cannot give the energy share `options.share`.
+    void configure(const RunOptions &options)
+    {
+      check_share(options.share);
+      units = options.units;
+      apply(options);
+    }
 
     // Whether a call waits for its device at the end of each phase (inputs made, forward,
     // backward), so that ModelOutputs' phase times hold the device's work and not only its
-    // launch; off unless asked for (fix nvalchemi/dd reports the phases). No effect on the CPU.
+    // launch; off unless asked for (fix nvalchemi/dd reports the phases, at each run's init).
+    // No effect on the CPU.
     virtual void set_synchronized_phases(bool on) = 0;
 
-    // Whether the next calls run as a CUDA graph: captured once per set of input shapes (static
-    // shapes on a GPU), replayed after (pair_style keyword cuda_graph, allowed once an evaluation
-    // made no exchange calls on any rank). A capture that fails is not tried again and the call
-    // runs uncaptured; cuda_graph_problem() then says why.
-    virtual void set_cuda_graph(bool on) = 0;
-    // captures so far; why capturing stopped ("" while it works)
-    virtual int cuda_graph_captures() const = 0;
-    virtual const std::string &cuda_graph_problem() const = 0;
-
-    // Throws std::invalid_argument, naming what to change, when this format cannot give the
-    // energy share the spec asks for.
-    virtual void check_share(const EnergyShare &share) const = 0;
+    // CUDA-graph capture of the calls (pair_style keyword cuda_graph), where the format offers
+    // it; nullptr where it does not.
+    virtual CudaGraphCapture *cuda_graphs() { return nullptr; }
 
     // One model call on `graph`: all outputs, and the gradient of this rank's energy share
     // with respect to the edge vectors. `exchanger` serves the model's torch.ops.nvalchemi
@@ -78,12 +94,15 @@ namespace NVAlchemi {
     // Number of threads LibTorch uses in this process for intra-op parallelism.
     static void set_num_threads(int nthreads);
 
+   protected:
+    // Throws std::invalid_argument when this format cannot give the energy share `share`.
+    virtual void check_share(const EnergyShare &share) const = 0;
+    // The options' precision and graph optimization applied.
+    virtual void apply(const RunOptions &options) = 0;
+
     // The model's units against the run's (NVAlchemi::unit_conversion): evaluate() takes the
     // graph and cell in the run's units and gives the energy share, its gradient and the outputs
-    // `units` names in the run's. None unless set.
-    void set_units(const UnitConversion &conversion) { units = conversion; }
-
-   protected:
+    // `units` names in the run's.
     UnitConversion units;
   };
 

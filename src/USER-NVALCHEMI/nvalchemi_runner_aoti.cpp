@@ -135,14 +135,7 @@ namespace NVAlchemi {
       // a compiled program's calls are not listed in the package (an operator missing at run
       // time fails the call, naming it)
       std::vector<std::string> custom_operators() const override { return {}; }
-      void set_float64(bool float64) override
-      { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
-      void set_graph_optimization(bool) override {}    // a compiled program: nothing to optimize
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
-      // a compiled program is not captured (pair_style nvalchemi refuses cuda_graph for it)
-      void set_cuda_graph(bool) override {}
-      int cuda_graph_captures() const override { return 0; }
-      const std::string &cuda_graph_problem() const override { return no_problem; }
 
      protected:
       // The program run on `inputs`, timed into `outputs` (marshal_seconds: since `start`).
@@ -159,11 +152,12 @@ namespace NVAlchemi {
         return result;
       }
 
+      // the precision; a compiled program has no graph to optimize
+      void apply(const RunOptions &options) override
+      { placement.real = options.float64 ? torch::kFloat64 : torch::kFloat32; }
+
       std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
       Placement placement;
-
-     private:
-      const std::string no_problem;
     };
 
     // A package of the package's exporter: the model contract's program.

@@ -58,7 +58,7 @@ namespace NVAlchemi {
 
     // A TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor]; the package
     // differentiates the energy share with LibTorch's autograd.
-    class TorchScriptRunner : public ModelRunner {
+    class TorchScriptRunner : public ModelRunner, private CudaGraphCapture {
      public:
       TorchScriptRunner(const std::string &archive, const Device &device) : placement(device)
       {
@@ -94,15 +94,8 @@ namespace NVAlchemi {
         }
         return {ops.begin(), ops.end()};
       }
-      void set_float64(bool float64) override
-      { placement.real = float64 ? torch::kFloat64 : torch::kFloat32; }
-      void set_graph_optimization(bool on) override { graph_optimization = on; }
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
-      void check_share(const EnergyShare &) const override {}
-
-      void set_cuda_graph(bool on) override { cuda_graph = on && problem.empty(); }
-      int cuda_graph_captures() const override { return captured.captures(); }
-      const std::string &cuda_graph_problem() const override { return problem; }
+      CudaGraphCapture *cuda_graphs() override { return this; }
 
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
                     Exchanger *exchanger, ModelOutputs &outputs) override
@@ -128,7 +121,7 @@ namespace NVAlchemi {
                                       return call(inputs, graph, share, true, nullptr);
                                     });
             } catch (const std::runtime_error &e) {
-              problem = e.what();
+              capture_problem = e.what();
               cuda_graph = false;
             }
             placement.phase_end();
@@ -240,7 +233,18 @@ namespace NVAlchemi {
       std::vector<std::string> output_keys;    // the model's outputs, in the order of call()'s
       bool cuda_graph = false;
       CapturedCall captured;
-      std::string problem;    // why a capture failed
+      std::string capture_problem;    // why a capture failed
+
+      // any energy share: the module's outputs are summed and differentiated here
+      void check_share(const EnergyShare &) const override {}
+      void apply(const RunOptions &options) override
+      {
+        placement.real = options.float64 ? torch::kFloat64 : torch::kFloat32;
+        graph_optimization = options.graph_optimization;
+      }
+      void enable(bool on) override { cuda_graph = on && capture_problem.empty(); }
+      int captures() const override { return captured.captures(); }
+      const std::string &problem() const override { return capture_problem; }
     };
   }    // namespace
 

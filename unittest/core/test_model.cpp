@@ -109,7 +109,9 @@ TEST(Archive, FilesThatAreNoModelAreNamed)
     header += std::string(3, '\0');
     return header + name + pickle + more;
   };
-  const auto said = [](const std::string &bytes) { return describe_non_model(bytes); };
+  const auto said = [](const std::string &bytes) {
+    return describe_non_model(bytes);
+  };
   const std::string proto = "\x80\x02";
   const std::string mace = zip("tiny/data.pkl", proto + "cmace.modules.models\nScaleShiftMACE\n",
                                " tiny/code/__torch__/e3nn.py tiny/constants.pkl");
@@ -118,19 +120,24 @@ TEST(Archive, FilesThatAreNoModelAreNamed)
   EXPECT_NE(said(zip("checkpoint_best/data.pkl", proto + "}q\x00", "num_convolution_layer"))
                 .find("nvalchemi-sevenn-export"),
             std::string::npos);
-  EXPECT_NE(said(zip("best/data.pkl", proto + "}q\x00", "nequip.model")).find(
-                "nvalchemi-nequip-export"),
-            std::string::npos);
-  EXPECT_NE(said(zip("x/data.pkl", proto + "ccollections\nOrderedDict\n", "")).find(
-                "written by torch.save"),
+  EXPECT_NE(
+      said(zip("best/data.pkl", proto + "}q\x00", "nequip.model")).find("nvalchemi-nequip-export"),
+      std::string::npos);
+  EXPECT_NE(said(zip("x/data.pkl", proto + "ccollections\nOrderedDict\n", ""))
+                .find("written by torch.save"),
             std::string::npos);
   EXPECT_NE(said("\x80\x02}q\x00").find("Python pickle"), std::string::npos);
   EXPECT_NE(said("# a LAMMPS input, not a model\n").find("not a model file"), std::string::npos);
-  EXPECT_NE(said(zip("readme.txt", "text", "")).find("neither a TorchScript file nor an AOTInductor"),
-            std::string::npos);
+  EXPECT_NE(
+      said(zip("readme.txt", "text", "")).find("neither a TorchScript file nor an AOTInductor"),
+      std::string::npos);
   // the formats LibTorch reads: nothing to add to its own message
   EXPECT_EQ(said(zip("m/data.pkl", proto + "c__torch__\nModel\n", " m/code/ m/constants.pkl")), "");
-  EXPECT_EQ(said(zip("m/data/aotinductor/model/m.wrapper.so", "\x7f" "ELF", "")), "");
+  EXPECT_EQ(said(zip("m/data/aotinductor/model/m.wrapper.so",
+                     "\x7f"
+                     "ELF",
+                     "")),
+            "");
   for (const char *path : {NVALCHEMI_LJ_MODEL, NVALCHEMI_LJ_AOTI_MODEL})
     EXPECT_EQ(said(read_file(path)), "") << path;
   try {
@@ -206,7 +213,7 @@ TEST(TorchScriptRunner, Float32ModeAgreesToSinglePrecision)
   const Graph g = three_atoms();
   ModelOutputs exact, single;
   model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, exact);
-  model.set_float64(false);
+  model.configure({{}, NODE_ENERGIES, false, false});
   model.evaluate(g, CUBE, NODE_ENERGIES, nullptr, single);
   for (size_t i = 0; i < exact.edge_gradients.size(); ++i)
     EXPECT_NEAR(single.edge_gradients[i], exact.edge_gradients[i],
@@ -259,12 +266,16 @@ TEST(AotiRunner, SameEnergiesAndEdgeGradientsAsTorchScript)
 TEST(AotiRunner, RefusesEnergySharesItCannotGive)
 {
   auto aoti = load_model(read_file(NVALCHEMI_LJ_AOTI_MODEL));
-  EXPECT_NO_THROW(aoti->check_share(NODE_ENERGIES));
-  EXPECT_THROW(aoti->check_share(EnergyShare{"atomic_energies", false, 0.25, true}),
+  const auto share = [](const EnergyShare &s) {
+    return RunOptions{{}, s, true, false};
+  };
+  EXPECT_NO_THROW(aoti->configure(share(NODE_ENERGIES)));
+  EXPECT_THROW(aoti->configure(share(EnergyShare{"atomic_energies", false, 0.25, true})),
                std::invalid_argument);
-  EXPECT_THROW(aoti->check_share(EnergyShare{"atomic_energies", true, 1.0, false}),
+  EXPECT_THROW(aoti->configure(share(EnergyShare{"atomic_energies", true, 1.0, false})),
                std::invalid_argument);
-  EXPECT_THROW(aoti->check_share(EnergyShare{"energies", true, 1.0, true}), std::invalid_argument);
+  EXPECT_THROW(aoti->configure(share(EnergyShare{"energies", true, 1.0, true})),
+               std::invalid_argument);
 }
 
 TEST(Reference, WholeSystemInOneProcessMatchesAnalyticLennardJones)
@@ -381,14 +392,16 @@ TEST(LibTorch, AnotherFileIsAcceptedOnlyWithTheSameVersion)
                       "2.13.0+cpu"};
   EXPECT_EQ(libtorch_mismatch(files), "");
   files.loaded_version = "2.13.0+cu130";    // another build of that version
-  EXPECT_NE(libtorch_mismatch(files).find("runs LibTorch 2.13.0+cu130 from /b/torch"), std::string::npos);
-  files.loaded_version = "";                // an installation that records no version
+  EXPECT_NE(libtorch_mismatch(files).find("runs LibTorch 2.13.0+cu130 from /b/torch"),
+            std::string::npos);
+  files.loaded_version = "";    // an installation that records no version
   EXPECT_NE(libtorch_mismatch(files).find("of unknown version"), std::string::npos);
-  files.built_version = "2.13.0";           // the headers' version (no local tag): any build of it
+  files.built_version = "2.13.0";    // the headers' version (no local tag): any build of it
   files.loaded_version = "2.13.0+cpu";
   EXPECT_EQ(libtorch_mismatch(files), "");
   files.loaded_version = "2.12.1+cpu";
-  EXPECT_NE(libtorch_mismatch(files).find("built against LibTorch 2.13.0 (/a/torch"), std::string::npos);
+  EXPECT_NE(libtorch_mismatch(files).find("built against LibTorch 2.13.0 (/a/torch"),
+            std::string::npos);
 }
 
 TEST(LibTorch, VersionRecordedBesideTheLibraryFolder)
@@ -396,7 +409,8 @@ TEST(LibTorch, VersionRecordedBesideTheLibraryFolder)
   const std::string dir = ::testing::TempDir() + "nvalchemi_libtorch_version";
   std::filesystem::create_directories(dir + "/pip/lib");
   std::filesystem::create_directories(dir + "/archive/lib");
-  std::ofstream(dir + "/pip/version.py") << "from typing import Optional\n__version__ = '2.13.0+cpu'\n";
+  std::ofstream(dir + "/pip/version.py")
+      << "from typing import Optional\n__version__ = '2.13.0+cpu'\n";
   std::ofstream(dir + "/archive/build-version") << "2.13.0+cu130\n";
   EXPECT_EQ(libtorch_version(dir + "/pip/lib/libtorch_cpu.so"), "2.13.0+cpu");
   EXPECT_EQ(libtorch_version(dir + "/archive/lib/libtorch_cpu.so"), "2.13.0+cu130");

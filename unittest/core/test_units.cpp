@@ -23,8 +23,8 @@ namespace {
 // the factors as LAMMPS and CODATA 2006 state them, independently of the package's table
 constexpr double KCAL_PER_EV = 23.060549;    // LAMMPS utils::get_conversion_factor METAL2REAL
 constexpr double JOULE_PER_EV = 1.6021765e-19;
-constexpr double BOHR = 0.52917720859;       // Angstrom
-constexpr double HARTREE = 27.21138386;      // eV
+constexpr double BOHR = 0.52917720859;     // Angstrom
+constexpr double HARTREE = 27.21138386;    // eV
 
 const MLIPSpec &lj_spec()
 {
@@ -90,12 +90,12 @@ const EnergyShare NODE_ENERGIES{"atomic_energies", true, 1.0, true};
 void expect_converted(ModelRunner &model, const UnitConversion &units)
 {
   ModelOutputs in_model_units, in_run_units;
-  model.set_units({});
+  model.configure({{}, NODE_ENERGIES, true, false});
   model.evaluate(three_atoms(1.0), cell(1.0), NODE_ENERGIES, nullptr, in_model_units);
-  model.set_units(units);
+  model.configure({units, NODE_ENERGIES, true, false});
   model.evaluate(three_atoms(units.length), cell(units.length), NODE_ENERGIES, nullptr,
                  in_run_units);
-  model.set_units({});
+  model.configure({{}, NODE_ENERGIES, true, false});
   expect_relative(in_run_units.energy_share, units.energy * in_model_units.energy_share, 1e-14);
   ASSERT_EQ(in_run_units.edge_gradients.size(), in_model_units.edge_gradients.size());
   ASSERT_GT(in_run_units.edge_gradients.size(), 0);
@@ -131,9 +131,12 @@ TEST(Units, PhysicalStylesAgainstSI)
   const struct {
     const char *style;
     double length_in_angstrom, energy_in_ev;
-  } styles[] = {{"si", 1e10, 1.0 / JOULE_PER_EV},        {"cgs", 1e8, 1e-7 / JOULE_PER_EV},
-                {"electron", BOHR, HARTREE},             {"micro", 1e4, 1e-15 / JOULE_PER_EV},
-                {"nano", 10.0, 1e-21 / JOULE_PER_EV},    {"real", 1.0, 1.0 / KCAL_PER_EV},
+  } styles[] = {{"si", 1e10, 1.0 / JOULE_PER_EV},
+                {"cgs", 1e8, 1e-7 / JOULE_PER_EV},
+                {"electron", BOHR, HARTREE},
+                {"micro", 1e4, 1e-15 / JOULE_PER_EV},
+                {"nano", 10.0, 1e-21 / JOULE_PER_EV},
+                {"real", 1.0, 1.0 / KCAL_PER_EV},
                 {"metal", 1.0, 1.0}};
   for (const auto &s : styles) {
     SCOPED_TRACE(s.style);
@@ -161,8 +164,8 @@ TEST(Units, SameStyleConvertsNothing)
 
 TEST(Units, LjOnOneSideOnlyIsRefused)
 {
-  for (const auto &pair : {std::make_pair("lj", "metal"), std::make_pair("metal", "lj"),
-                           std::make_pair("lj", "si")}) {
+  for (const auto &pair :
+       {std::make_pair("lj", "metal"), std::make_pair("metal", "lj"), std::make_pair("lj", "si")}) {
     const std::string message = unit_error(pair.first, pair.second);
     EXPECT_NE(message.find("lj units are reduced units"), std::string::npos) << message;
     EXPECT_NE(message.find(std::string("use 'units ") + pair.first + "'"), std::string::npos)
