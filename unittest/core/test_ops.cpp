@@ -3,6 +3,7 @@
 // to their owners (halo modes local and layerwise) and owned rows that are complete (deep).
 // Every op is linear, so its backward must be its adjoint: <f(x), v> = <x, f^T v>.
 
+#include "nvalchemi_contract_tables.h"
 #include "nvalchemi_halo_exchange.h"
 #include "nvalchemi_halo_ops.h"
 
@@ -82,6 +83,24 @@ const torch::Tensor X =
 const torch::Tensor V =
     torch::tensor({{0.5, -1.0}, {2.0, 0.25}, {-3.0, 1.5}, {4.0, -0.5}}, torch::kFloat64);
 }    // namespace
+
+// LibTorch holds exactly the contract table's schemas, which nvalchemi_lammps.ops registers in
+// Python too (unittest/lammps/contract_tables.py checks that side)
+TEST(ExchangeOps, RegisteredWithTheContractTablesSchemas)
+{
+  register_exchange_ops();
+  int checked = 0;
+  for (int k = 0;; ++k) {
+    const std::string schema(contract_list_item("exchange_ops", k));
+    if (schema.empty()) break;
+    const std::string name = schema.substr(0, schema.find('('));
+    const auto op = c10::Dispatcher::singleton().findSchema({"nvalchemi::" + name, ""});
+    ASSERT_TRUE(op.has_value()) << name;
+    EXPECT_EQ(c10::toString(op->schema()), "nvalchemi::" + schema);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+}
 
 TEST(ExchangeOps, RefreshCopiesOwnersAndGivesGhostGradientsToThem)
 {

@@ -1,7 +1,9 @@
 """nvalchemi-check's metadata reader (nvalchemi_lammps.contract.check_metadata, which reads
 src/USER-NVALCHEMI/nvalchemi_contract_tables.h) accepts and refuses the cases of
 unittest/core/metadata_cases.json as pair_style nvalchemi's reader does (the gtest
-Metadata.SharedCasesAsTheCheckerJudgesThem runs the same cases), with the same words.
+Metadata.SharedCasesAsTheCheckerJudgesThem runs the same cases), with the same words; and
+nvalchemi_lammps.ops registers the exchange ops with the table's schemas, as the C++ core does
+(the gtest ExchangeOps.RegisteredWithTheContractTablesSchemas).
 
     python contract_tables.py unittest/core/metadata_cases.json
 """
@@ -10,7 +12,10 @@ import copy
 import json
 import sys
 
-from nvalchemi_lammps.contract import check_metadata
+import torch
+
+import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi)
+from nvalchemi_lammps.contract import EXCHANGE_OPS, check_metadata
 
 
 def main(path):
@@ -35,6 +40,13 @@ def main(path):
         print(f"{'ok  ' if ok else 'FAIL'} {case['name']:35s} {refused or 'accepted'}")
         if not ok:
             failures.append(case["name"])
+    for schema in EXCHANGE_OPS:
+        name = schema.split("(")[0]
+        registered = str(getattr(torch.ops.nvalchemi, name).default._schema)
+        ok = registered == "nvalchemi::" + schema
+        print(f"{'ok  ' if ok else 'FAIL'} op {name:32s} {registered}")
+        if not ok:
+            failures.append(f"op {name}")
     if failures:
         sys.exit("FAIL: nvalchemi-check judges these unlike pair_style nvalchemi: " + ", ".join(failures))
 
