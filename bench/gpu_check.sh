@@ -16,7 +16,9 @@
 #                                  python3), GPU_CHECK_WORK the build folder (default
 #                                  /tmp/nvalchemi-gpu-check), GPU_CHECK_MPICH=1 uses the wheel's
 #                                  MPICH even where there is an MPI, GPU_CHECK_SECONDS the time
-#                                  after which no new run starts (default: no limit)
+#                                  after which no new run starts (default: no limit),
+#                                  GPU_CHECK_LMP a LAMMPS build to use instead of building one
+#                                  (a CPU trial; bench/gpu_first.sh)
 #
 # build/gpu-check/ is about 20 MB: small enough to travel with the working tree.
 set -euo pipefail
@@ -89,9 +91,12 @@ torch._inductor.aoti_load_package(sys.argv[1], device_index=int(sys.argv[2]))" "
     cmake --build "$work/kernels" -j 4 --target nvalchemi_kernels; } > "$out/kernels.log" 2>&1 &
   local kernels=$!
   local start=$SECONDS
-  # LAMMPS with the package, against this python's LibTorch
-  build_lammps "$BUNDLE" "$work" "$python" "$out" || exit 1
-  echo "== LAMMPS built in $((SECONDS - start)) s"
+  # LAMMPS with the package, against this python's LibTorch (GPU_CHECK_LMP: one given)
+  local lmp=${GPU_CHECK_LMP:-$work/build/lmp}
+  if [[ -z ${GPU_CHECK_LMP:-} ]]; then
+    build_lammps "$BUNDLE" "$work" "$python" "$out" || exit 1
+    echo "== LAMMPS built in $((SECONDS - start)) s"
+  fi
   wait $aoti
   echo "== AOTInductor packages for $device compiled in $((SECONDS - start)) s:" \
     "$(cd "$models" && echo *.pt2)"; grep -A12 "exit\|Fatal\|loads in" "$out/aoti.log" || true
@@ -105,7 +110,7 @@ torch._inductor.aoti_load_package(sys.argv[1], device_index=int(sys.argv[2]))" "
     seconds=$((GPU_CHECK_SECONDS - SECONDS))
     ((seconds > 0)) || seconds=1
   fi
-  "$python" "$ROOT/bench/gpu_check.py" check --lmp "$work/build/lmp" --mpirun "$mpirun" \
+  "$python" "$ROOT/bench/gpu_check.py" check --lmp "$lmp" --mpirun "$mpirun" \
     --models "$models" --reference "$BUNDLE/reference.json" --out "$out" --seconds "$seconds" \
     --kernels "$work/kernels/nvalchemi_kernels.so" \
     ${GPU_CHECK_ARGS:-}

@@ -28,6 +28,8 @@
 #                                  instead of building them, GPU_RACE_SEVENN_PYTHON and
 #                                  GPU_RACE_MACE_PYTHON pythons with the frameworks installed
 #                                  (build/venv-sevenn, build/venv-mace) instead of the wheels.
+#                                  GPU_RACE_WAIT_FOR: a file whose appearance starts the race
+#                                  (bench/gpu_first.sh, which builds GPU_RACE_LMP meanwhile).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -145,6 +147,12 @@ run() {
        SEVENN_PEER_STYLES=$WORK/site-sevenn-styles/sevenn/pair_e3gnn "$ROOT/bench/sevenn_peer_build.sh" "$WORK") \
       > "$out/peer_build.log" 2>&1 &
     local peer=$!
+  fi
+  # bench/gpu_first.sh: the check builds the LAMMPS given and runs first; the race waits for it
+  if [[ -n ${GPU_RACE_WAIT_FOR:-} ]]; then
+    until [[ -e $GPU_RACE_WAIT_FOR ]]; do sleep 2; done
+    echo "== the check is done at $SECONDS s"
+    [[ -x $lmp ]] || { echo "gpu_race.sh run: no LAMMPS at $lmp"; exit 1; }
   fi
   if [[ -z $lmp ]]; then
     build_lammps "$BUNDLE" "$WORK" "$PYTHON" "$out" || exit 1
