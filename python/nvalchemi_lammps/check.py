@@ -45,7 +45,7 @@ from typing import Dict, List, Tuple
 import torch
 
 import nvalchemi_lammps.ops
-from nvalchemi_lammps.contract import TOOLKIT_SPEC_VERSION, check_metadata
+from nvalchemi_lammps.contract import TOOLKIT_SPEC_VERSION, check_metadata, contract_inputs
 from nvalchemi_lammps.model_file import AOTINDUCTOR, LoadedModel
 from nvalchemi_lammps.periodic import lattice_shifts, periodic_edges
 from nvalchemi_lammps.spec import HALO_MODES, effective_spec, forces_from_node_energies, halo_rules
@@ -126,10 +126,9 @@ def evaluate(model, rows, row_atom, senders, receivers, edge_vectors, numbers, c
     """Energy of the owned rows and the forces on the atoms (from the edge gradients). halo:
     None for one process owning every row, else the exchange ops act as on one rank of that
     halo mode."""
-    inputs = {"positions": rows.to(dtype), "atomic_numbers": numbers[row_atom],
-              "neighbor_list": torch.stack([senders, receivers], dim=1), "edge_vectors": edge_vectors.to(dtype),
-              "cell": cell.view(1, 3, 3).to(dtype), "pbc": torch.ones(1, 3, dtype=torch.bool),
-              "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
+    inputs = contract_inputs(rows.to(dtype), numbers[row_atom], torch.stack([senders, receivers], dim=1),
+                             edge_vectors.to(dtype), cell.view(1, 3, 3).to(dtype),
+                             torch.ones(1, 3, dtype=torch.bool), torch.tensor(n_owned, dtype=torch.int64))
     if halo is None:
         energies, gradient = model(inputs)
     else:
@@ -148,10 +147,9 @@ def exchange_calls(model, rows, senders, receivers, numbers, cell, n_owned, dtyp
     """The calls that communicate (nvalchemi_lammps.ops.recorded_calls) of one model evaluation on a
     rank with `rows` ([R, 3] positions; rows [0, n_owned) owned, the others ghosts of atoms on
     other ranks), forward and, where the package differentiates, backward."""
-    inputs = {"positions": rows.to(dtype), "atomic_numbers": numbers,
-              "neighbor_list": torch.stack([senders, receivers], dim=1),
-              "edge_vectors": (rows[receivers] - rows[senders]).to(dtype), "cell": cell.view(1, 3, 3).to(dtype),
-              "pbc": torch.ones(1, 3, dtype=torch.bool), "n_owned": torch.tensor(n_owned, dtype=torch.int64)}
+    inputs = contract_inputs(rows.to(dtype), numbers, torch.stack([senders, receivers], dim=1),
+                             (rows[receivers] - rows[senders]).to(dtype), cell.view(1, 3, 3).to(dtype),
+                             torch.ones(1, 3, dtype=torch.bool), torch.tensor(n_owned, dtype=torch.int64))
     with nvalchemi_lammps.ops.owners(torch.arange(rows.shape[0]), n_owned, owned_rows_complete=owned_rows_complete(halo)), \
             nvalchemi_lammps.ops.recorded_calls() as calls:
         if differentiate:

@@ -32,6 +32,14 @@ EXCHANGE_OPS = tuple(TABLES["exchange_ops"])
 # the contract's inputs, in the positional order of an AOTInductor model
 CONTRACT_INPUTS = tuple(TABLES["contract_inputs"])
 UNIT_STYLES: List[str] = [style["name"] for style in TABLES["unit_styles"]]
+
+
+def contract_inputs(*values) -> Dict:
+    """The model's input dict from its values in the contract's order (CONTRACT_INPUTS)."""
+    if len(values) != len(CONTRACT_INPUTS):
+        raise ValueError(f"the contract has {len(CONTRACT_INPUTS)} inputs ({', '.join(CONTRACT_INPUTS)}), "
+                         f"got {len(values)} values")
+    return dict(zip(CONTRACT_INPUTS, values))
 ELEMENTS = 118
 
 
