@@ -22,25 +22,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unittest", "la
 from harness import melt_commands, run_lammps, seconds_per_step  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lj_overhead import INPUT  # noqa: E402
 from run import Zero  # noqa: E402
 
 from nvalchemi_lammps.export import save_model  # noqa: E402
 
-INPUT = """{system}
-pair_style nvalchemi {model}
-pair_coeff * * {element}
-neighbor 0.3 bin
-neigh_modify every 1 delay 0 check yes
-fix 1 all nve
-thermo {steps}
-run 5
-run {steps}
-"""
+# lj_overhead.py's input: the pair lines after the system, 5 warm-up steps, then the timed run
+PAIR = "\npair_style nvalchemi {model}\npair_coeff * * {element}"
 
 
 def system(element, cells):
-    """An fcc melt for the zero model (LJ units); a rattled diamond-like lattice in metal units
-    for a real model."""
+    """An fcc melt for the zero model (LJ units); a rattled fcc lattice in metal units for a real
+    model."""
     if element == "Ar":
         return melt_commands(cells, 3.0)
     return (f"units metal\nboundary p p p\nlattice fcc 3.6\nregion box block 0 {cells} 0 {cells} 0 {cells}\n"
@@ -51,8 +44,8 @@ def system(element, cells):
 def measure(lmp, mpirun, model, element, cells, ranks, steps, workdir):
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.bench"), "w") as f:
-        f.write(INPUT.format(system=system(element, cells), model=os.path.abspath(model), element=element,
-                             steps=steps))
+        f.write(INPUT.format(system=system(element, cells), steps=steps,
+                             pair=PAIR.format(model=os.path.abspath(model), element=element)))
     proc = run_lammps(lmp, mpirun, ranks, "in.bench", rundir, timeout=1800)
     if proc.returncode != 0:
         sys.exit(f"{lmp} failed:\n{proc.stdout[-3000:]}")

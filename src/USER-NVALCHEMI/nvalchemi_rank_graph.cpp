@@ -21,8 +21,8 @@ namespace NVAlchemi {
   void HostRankGraph::pad(Graph &graph, int64_t rows, int64_t edges, double cutoff)
   { pad_graph(graph, rows, edges, cutoff); }
 
-  void HostRankGraph::add_edge_forces(const Graph &graph, const ModelOutputs &outputs,
-                                      double *const *f, double *virial)
+  void RankGraph::add_host_edge_forces(const Graph &graph, const ModelOutputs &outputs,
+                                       double *const *f, double *virial)
   {
     const double *g = outputs.host_edge_gradients();
     NVAlchemi::add_edge_forces(graph, g, f);

@@ -68,6 +68,11 @@ namespace NVAlchemi {
 
     // bytes it holds beside the graph's host buffers
     virtual double memory_bytes() const { return 0.0; }
+
+   protected:
+    // add_edge_forces from the outputs' host edge gradients into `f` (a graph on the host)
+    static void add_host_edge_forces(const Graph &graph, const ModelOutputs &outputs,
+                                     double *const *f, double *virial);
   };
 
   // The graph built and kept on the host (build_graph, pad_graph).
@@ -80,7 +85,8 @@ namespace NVAlchemi {
     void to_host(Graph &) override {}
     void outputs_to_host(Graph &, ModelOutputs &, bool) override {}
     void add_edge_forces(const Graph &graph, const ModelOutputs &outputs, double *const *f,
-                         double *virial) override;
+                         double *virial) override
+    { add_host_edge_forces(graph, outputs, f, virial); }
   };
 
 }    // namespace NVAlchemi

@@ -173,9 +173,7 @@ namespace NVAlchemi {
   {
     if (outputs.resident_edge_gradients.empty()) {
       // a graph the halo mode made on the host had the model call
-      const double *g = outputs.host_edge_gradients();
-      NVAlchemi::add_edge_forces(graph, g, f);
-      if (virial) add_edge_virial(graph, g, virial);
+      add_host_edge_forces(graph, outputs, f, virial);
       return;
     }
     reduce_gradients(graph, outputs.resident_edge_gradients);

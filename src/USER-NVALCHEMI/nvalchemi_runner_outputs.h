@@ -7,6 +7,7 @@
 #ifndef LMP_NVALCHEMI_RUNNER_OUTPUTS_H
 #define LMP_NVALCHEMI_RUNNER_OUTPUTS_H
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +17,11 @@
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
+
+  // Seconds since `start`: the phase times of a model call (ModelOutputs) and of a step.
+  using Clock = std::chrono::steady_clock;
+  inline double seconds_since(Clock::time_point start)
+  { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
   // One model output in double precision: its shape as returned, values row-major.
   struct OutputTensor {

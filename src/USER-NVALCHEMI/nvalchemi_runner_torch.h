@@ -16,7 +16,6 @@
 
 #include <torch/script.h>
 
-#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -112,11 +111,6 @@ namespace NVAlchemi {
   // false and the runner brings it to the host with the other outputs.
   bool keep_resident_gradients(const Graph &graph, const torch::Tensor &gradient,
                                ModelOutputs &outputs);
-
-  // Seconds since `start`, for ModelOutputs::marshal_seconds.
-  using Clock = std::chrono::steady_clock;
-  inline double seconds_since(Clock::time_point start)
-  { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
   // A host tensor (contiguous double) into `out`: its shape and values.
   void copy_output(const torch::Tensor &host, OutputTensor &out);

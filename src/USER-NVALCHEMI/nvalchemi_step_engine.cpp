@@ -8,19 +8,10 @@
 #include "nvalchemi_halo.h"
 #include "nvalchemi_halo_row_exchange.h"
 
-#include <chrono>
 #include <stdexcept>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
-
-  namespace {
-    double seconds_now()
-    {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-    }
-  }    // namespace
 
   StepEngine::StepEngine() = default;
   StepEngine::~StepEngine() = default;
@@ -86,27 +77,24 @@ namespace NVAlchemi {
     exchange.seconds = 0.0;
     exchange.refreshes = 0;
     exchange.start_evaluation();
-    const double start = seconds_now();
+    const Clock::time_point start = Clock::now();
     try {
       model->evaluate(model_graph, cell, share, &exchange, out);
       exchange.agree(ExchangeCall::RETURNED, 0);
       // a replay makes no exchange call either: the host's communication is not in the graph
       if (cuda_graph) model->cuda_graphs()->enable(exchange.point().calls == 0);
     } catch (std::exception &) {
-      if (!exchange.mismatched()) {
-        summary.model = seconds_now() - start;
-        throw;
-      }
+      if (!exchange.mismatched()) throw;
     }
-    summary.model = seconds_now() - start;    // the call's whole time until finish() splits it
+    summary.model = seconds_since(start);    // the call's whole time until finish() splits it
   }
 
   void StepEngine::finish(bool host_outputs, const RowIds &ids)
   {
-    const double start = seconds_now();
+    const Clock::time_point start = Clock::now();
     // the consolidation reads rows of this rank's atoms
     halo_mode->to_rank_rows(spec, rank, out);
-    const double call_seconds = summary.model + seconds_now() - start;
+    const double call_seconds = summary.model + seconds_since(start);
     ++evaluation_count;
     provide_framework_outputs(spec, share, out);
     builder->outputs_to_host(rank, out, host_outputs);
