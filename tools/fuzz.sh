@@ -29,7 +29,7 @@ mkdir -p "$out/crashes"
 src=$root/src/USER-NVALCHEMI
 sources=("$root/unittest/fuzz/fuzz_targets.cpp" "$src/nvalchemi_spec.cpp"
          "$src/nvalchemi_model_metadata.cpp" "$src/nvalchemi_model_archive.cpp"
-         "$src/nvalchemi_device.cpp")
+         "$src/nvalchemi_step_device.cpp")
 flags=(-std=c++17 -g -O1 -fno-sanitize-recover=undefined -I"$src" -I"$build_dir/lammps-src/src"
        -I"$root/unittest/fuzz")
 objects=()

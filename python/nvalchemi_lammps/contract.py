@@ -20,8 +20,13 @@ AOTI_ENERGY_OUTPUT: str = TABLES["aoti_energy_output"]
 # for the contract's scalar (packages written before)
 AOTI_OWNED_ROWS: str = TABLES["aoti_owned_rows"]
 AOTI_OWNED_ROWS_AS_SIZE: str = TABLES["aoti_owned_rows_as_size"]
-# what an AOTInductor package (a zip archive) starts with, and holds where a TorchScript archive
-# does not
+# the formats' names (pair_style nvalchemi's log prints them), the name a package is written as,
+# and what an AOTInductor package (a zip archive) starts with, and holds where a TorchScript
+# archive does not
+AOTINDUCTOR: str = TABLES["aoti_format"]
+TORCHSCRIPT: str = TABLES["torchscript_format"]
+AOTI_PACKAGE_SUFFIX: str = TABLES["aoti_package_suffix"]
+TORCHSCRIPT_SUFFIX: str = TABLES["torchscript_suffix"]
 AOTI_PACKAGE_SIGNATURE: str = TABLES["aoti_package_signature"]
 AOTI_PACKAGE_MARKER: str = TABLES["aoti_package_marker"]
 # the spec's own JSON layout, and the nvalchemi toolkit's MLIPSpec.to_dict() layout

@@ -10,11 +10,13 @@ from typing import Dict, Tuple
 import torch
 
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
-                                      AOTI_PACKAGE_MARKER, AOTI_PACKAGE_SIGNATURE, CONTRACT_INPUTS,
-                                      METADATA_FILE)
+                                      AOTI_PACKAGE_MARKER, AOTI_PACKAGE_SIGNATURE, AOTI_PACKAGE_SUFFIX,
+                                      AOTINDUCTOR, CONTRACT_INPUTS, METADATA_FILE, TORCHSCRIPT,
+                                      TORCHSCRIPT_SUFFIX)
+from nvalchemi_lammps.spec import TABLES as SPEC_TABLES
 
-TORCHSCRIPT = "TorchScript"
-AOTINDUCTOR = "AOTInductor"
+# the energy output of a model whose spec does not name one
+DEFAULT_ENERGY_KEY: str = SPEC_TABLES["defaults"]["node_energy_key"]
 
 
 def file_format(path: str) -> str:
@@ -27,8 +29,13 @@ def file_format(path: str) -> str:
 
 
 def output_format(path: str) -> str:
-    """The format a writer makes for the name `path` the user gave: AOTInductor for .pt2."""
-    return AOTINDUCTOR if path.endswith(".pt2") else TORCHSCRIPT
+    """The format a writer makes of the file `path`: an AOTInductor package for a name ending in
+    .pt2, TorchScript for .pt (the exporters' command lines add the suffix: export.output_path)."""
+    for suffix, written in (AOTI_PACKAGE_SUFFIX, AOTINDUCTOR), (TORCHSCRIPT_SUFFIX, TORCHSCRIPT):
+        if path.endswith(suffix):
+            return written
+    raise ValueError(f"{path}: name the file {AOTI_PACKAGE_SUFFIX} (an AOTInductor package) or "
+                     f"{TORCHSCRIPT_SUFFIX} (TorchScript)")
 
 
 class LoadedModel:
@@ -41,13 +48,13 @@ class LoadedModel:
             self.program = torch._inductor.aoti_load_package(path)
             meta = self.program.get_metadata()
             self.metadata_text = meta.get(METADATA_FILE, "")
-            self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, "atomic_energies")
+            self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, DEFAULT_ENERGY_KEY)
             self.owned_rows_as_size = meta.get(AOTI_OWNED_ROWS) == AOTI_OWNED_ROWS_AS_SIZE
         else:
             extra = {METADATA_FILE: ""}
             self.module = torch.jit.load(path, _extra_files=extra)
             self.metadata_text = extra[METADATA_FILE]
-            self.energy_key = "atomic_energies"
+            self.energy_key = DEFAULT_ENERGY_KEY
 
     def metadata(self) -> Dict:
         return json.loads(self.metadata_text)

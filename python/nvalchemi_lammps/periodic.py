@@ -8,6 +8,8 @@ from typing import Dict, List
 
 import torch
 
+from nvalchemi_lammps.model_file import DEFAULT_ENERGY_KEY
+
 
 def heights(cell: torch.Tensor):
     """Distances between opposite faces of the cell (rows = lattice vectors)."""
@@ -61,7 +63,7 @@ def node_energy_reference(model: torch.nn.Module, positions: torch.Tensor, atomi
     positions = positions.clone().requires_grad_(True)
     inputs = periodic_inputs(positions, atomic_numbers, cell, cutoff)
     edge_vectors = inputs["edge_vectors"]
-    energies = model(inputs)["atomic_energies"]
+    energies = model(inputs)[DEFAULT_ENERGY_KEY]
     energy = energies.sum()
     edge_grad, pos_grad = torch.autograd.grad(energy, [edge_vectors, positions])
     w = -(edge_vectors.detach().unsqueeze(2) * edge_grad.unsqueeze(1)).sum(0)

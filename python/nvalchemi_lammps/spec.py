@@ -26,6 +26,8 @@ _FORCE_STRATEGY = {name: entry["name"] for entry in TABLES["force_strategies"]
 # layer's ghosts on the rank
 EXPORTER_HALO_MODES = ("layerwise", "deep")
 assert set(EXPORTER_HALO_MODES) <= set(HALO_MODES)
+# the spec of a model whose writer gave none
+DEFAULT_SPEC: Dict = TABLES["default_spec"]
 
 
 def halo_rules(mode: str) -> Dict:
@@ -38,13 +40,18 @@ def halo_rules(mode: str) -> Dict:
     raise ValueError(f"unknown halo mode '{mode}' (valid: {', '.join(HALO_MODES)})")
 
 
+# the keys of the spec's JSON layout that are not fields of a spec (MLIPSpec::from_json's)
+_LAYOUT_KEYS = ("preset", "version")
+
+
 def _compose(left: Dict, right: Dict) -> Dict:
-    """MLIPSpec::operator|: fields set on the right win; outputs and compile merge key by key."""
+    """MLIPSpec::operator|: fields set on the right win; a field that is an object (the outputs,
+    the compile policy) merges key by key."""
     merged = copy.deepcopy(left)
     for key, value in right.items():
-        if key in ("outputs", "compile"):
+        if isinstance(value, dict):
             merged.setdefault(key, {}).update(copy.deepcopy(value))
-        elif key not in ("preset", "version"):
+        elif key not in _LAYOUT_KEYS:
             merged[key] = copy.deepcopy(value)
     return merged
 
@@ -56,7 +63,7 @@ def effective_spec(spec: Optional[Dict], overrides: Optional[Dict] = None) -> Di
     Raises ValueError for an unknown preset, and for the toolkit's layout (version 2), whose
     translation only the pair style makes."""
     composed = {}
-    for part in (spec or {"preset": "SPEC_LJ_HALO"}), (overrides or {}):
+    for part in (spec or DEFAULT_SPEC), (overrides or {}):
         if part.get("version", SPEC_VERSION) != SPEC_VERSION:
             layout = " (the toolkit's layout)" if part["version"] == TOOLKIT_SPEC_VERSION else ""
             raise ValueError(f"a spec of version {part['version']}{layout} is read by "
@@ -84,12 +91,14 @@ def forces_from_node_energies(effective: Dict) -> bool:
 def exporter_spec(halo: str, layers: int, exchange_feature_width: int = 0) -> Dict:
     """The spec a framework exporter writes for a message-passing model of `layers` layers
     (Allegro and other strictly local models: layers <= 1) in halo mode `halo` (one of
-    EXPORTER_HALO_MODES); `exchange_feature_width`: the widest row a layerwise model refreshes."""
+    EXPORTER_HALO_MODES); `exchange_feature_width`: the widest row a layerwise model refreshes.
+    What exporter_spec_json (nvalchemi_spec.h) gives the readers of other frameworks' files."""
     if halo not in EXPORTER_HALO_MODES:
         raise ValueError(f"halo must be {' or '.join(EXPORTER_HALO_MODES)}, not '{halo}'")
+    presets = TABLES["exporter_presets"]
     if layers <= 1:
-        return {"preset": "SPEC_LJ_HALO"}
-    spec: Dict = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": layers}
+        return {"preset": presets["strictly_local"]}
+    spec: Dict = {"preset": presets["message_passing"], "num_message_passing_layers": layers}
     if halo == "deep":
         spec["halo"] = "deep"
     elif exchange_feature_width:

@@ -23,8 +23,8 @@
 #include "pair_nvalchemi.h"
 #include "update.h"
 
-#include "nvalchemi_committee.h"
-#include "nvalchemi_consolidate.h"
+#include "nvalchemi_outputs_committee.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_step_engine.h"
 
 #include <algorithm>

@@ -29,7 +29,7 @@
 
 #include "nvalchemi_dd_features.h"
 #include "nvalchemi_dd_hook.h"
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 #include "nvalchemi_step_engine.h"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
    entry, the metadata keys with their types and checks, LAMMPS' unit styles with their factors,
    the contract's inputs in the positional order of a compiled program, and the names a compiled
    package records are JSON, held here as one string: the pair style reads it
-   (nvalchemi_model_metadata.cpp, nvalchemi_units.cpp; the names below at compile time) and the
+   (nvalchemi_model_metadata.cpp, nvalchemi_model_units.cpp; the names below at compile time) and the
    Python package (nvalchemi_lammps.contract, which ships this file) reads the text between the
    R"json( and )json" markers. Edit the JSON only.
 
@@ -18,9 +18,12 @@
    spec_version: the spec's own JSON layout (MLIPSpec::to_json); toolkit_spec_version: the
    nvalchemi toolkit's MLIPSpec.to_dict() layout, which the spec readers also take.
    exchange_ops: the schemas of the torch.ops.nvalchemi operators, each "name(arguments) ->
-   result" (nvalchemi_halo_ops.cpp registers them in LibTorch, nvalchemi_lammps.ops in Python).
-   aoti_package_signature and aoti_package_marker: what an AOTInductor package (a zip archive)
-   starts with and holds, and a TorchScript archive does not hold.
+   result" (nvalchemi_halo_ops_torch.cpp registers them in LibTorch, nvalchemi_lammps.ops in Python).
+   aoti_format, torchscript_format: the names of the two formats a model file has; a file is an
+   AOTInductor package where it starts with aoti_package_signature and holds aoti_package_marker
+   (a zip archive with entries under <name>/data/aotinductor/), else a TorchScript archive; the
+   writers make a package of a name ending in aoti_package_suffix (their default) and a
+   TorchScript archive of one ending in torchscript_suffix.
    unit_styles: how many of the style's length units make one Angstrom (LAMMPS' force->angstrom)
    and how many of its energy units one electron volt; lj has none (reduced units). 1 eV =
    23.060549 kcal/mol is LAMMPS' own metal <-> real factor (utils::get_conversion_factor) and
@@ -69,6 +72,10 @@ namespace NVAlchemi {
   "aoti_energy_output": "nvalchemi_energy_output",
   "aoti_owned_rows": "nvalchemi_owned_rows",
   "aoti_owned_rows_as_size": "size",
+  "aoti_format": "AOTInductor",
+  "torchscript_format": "TorchScript",
+  "aoti_package_suffix": ".pt2",
+  "torchscript_suffix": ".pt",
   "aoti_package_signature": "PK",
   "aoti_package_marker": "/data/aotinductor/",
   "spec_version": 1,
@@ -155,8 +162,10 @@ namespace NVAlchemi {
   static constexpr std::string_view AOTI_OWNED_ROWS = contract_name("aoti_owned_rows");
   static constexpr std::string_view AOTI_OWNED_ROWS_AS_SIZE =
       contract_name("aoti_owned_rows_as_size");
-  // what an AOTInductor package (a zip archive) starts with, and holds where a TorchScript
-  // archive does not
+  // the formats' names, and what an AOTInductor package (a zip archive) starts with and holds
+  // where a TorchScript archive does not
+  static constexpr std::string_view AOTI_FORMAT = contract_name("aoti_format");
+  static constexpr std::string_view TORCHSCRIPT_FORMAT = contract_name("torchscript_format");
   static constexpr std::string_view AOTI_PACKAGE_SIGNATURE =
       contract_name("aoti_package_signature");
   static constexpr std::string_view AOTI_PACKAGE_MARKER = contract_name("aoti_package_marker");
@@ -179,7 +188,8 @@ namespace NVAlchemi {
   static_assert(CONTRACT_VERSION > 0 && !METADATA_FILE.empty() && !AOTI_ENERGY_OUTPUT.empty() &&
                     !AOTI_OWNED_ROWS.empty() && !AOTI_OWNED_ROWS_AS_SIZE.empty() &&
                     !AOTI_PACKAGE_SIGNATURE.empty() && !AOTI_PACKAGE_MARKER.empty() &&
-                    SPEC_VERSION > 0 && TOOLKIT_SPEC_VERSION > 0,
+                    !AOTI_FORMAT.empty() && !TORCHSCRIPT_FORMAT.empty() && SPEC_VERSION > 0 &&
+                    TOOLKIT_SPEC_VERSION > 0,
                 "nvalchemi_contract_tables.h: a name the C++ core reads is missing from the table");
 
 }    // namespace NVAlchemi

@@ -15,10 +15,10 @@
 #include "update.h"
 #include "variable.h"
 
-#include "nvalchemi_consolidate.h"
 #include "nvalchemi_dd_reference.h"
-#include "nvalchemi_gather.h"
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_lammps_data.h"
+#include "nvalchemi_mpi_gather.h"
+#include "nvalchemi_outputs_consolidate.h"
 
 #include <algorithm>
 #include <cmath>

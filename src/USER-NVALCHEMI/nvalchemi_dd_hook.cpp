@@ -10,9 +10,9 @@
 #include "error.h"
 #include "update.h"
 
-#include "nvalchemi_dd_torch_hook.h"
-#include "nvalchemi_gather.h"
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_dd_hook_torch.h"
+#include "nvalchemi_lammps_data.h"
+#include "nvalchemi_mpi_gather.h"
 
 #include <algorithm>
 #include <numeric>

@@ -7,7 +7,7 @@
 #ifndef LMP_NVALCHEMI_DD_MONITOR_H
 #define LMP_NVALCHEMI_DD_MONITOR_H
 
-#include "nvalchemi_graph.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <cstdint>
 #include <deque>

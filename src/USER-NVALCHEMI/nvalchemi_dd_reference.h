@@ -8,7 +8,7 @@
 #ifndef LMP_NVALCHEMI_DD_REFERENCE_H
 #define LMP_NVALCHEMI_DD_REFERENCE_H
 
-#include "nvalchemi_consolidate.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_runner.h"
 
 #include <string>

@@ -9,7 +9,7 @@
 #include "lammps.h"
 #include "pair.h"
 
-#include "nvalchemi_gather.h"
+#include "nvalchemi_mpi_gather.h"
 
 #include <algorithm>
 #include <cstring>

@@ -8,7 +8,7 @@
 #ifndef LMP_NVALCHEMI_HALO_EXCHANGE_H
 #define LMP_NVALCHEMI_HALO_EXCHANGE_H
 
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 
 #include <algorithm>
 #include <chrono>

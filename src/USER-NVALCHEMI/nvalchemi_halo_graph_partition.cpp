@@ -4,10 +4,10 @@
 
 #include "nvalchemi_halo_graph_partition.h"
 
-#include "nvalchemi_gather.h"
+#include "nvalchemi_mpi_gather.h"
 
-#include "nvalchemi_consolidate.h"
-#include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_spec.h"
 
 #include <algorithm>

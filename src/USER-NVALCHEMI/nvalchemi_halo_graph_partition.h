@@ -9,8 +9,8 @@
 #ifndef LMP_NVALCHEMI_HALO_GRAPH_PARTITION_H
 #define LMP_NVALCHEMI_HALO_GRAPH_PARTITION_H
 
-#include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <mpi.h>
 #include <vector>

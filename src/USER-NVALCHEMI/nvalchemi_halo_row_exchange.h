@@ -8,8 +8,8 @@
 #ifndef LMP_NVALCHEMI_HALO_ROW_EXCHANGE_H
 #define LMP_NVALCHEMI_HALO_ROW_EXCHANGE_H
 
-#include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <cstdint>
 #include <vector>

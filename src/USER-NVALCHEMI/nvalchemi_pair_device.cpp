@@ -8,7 +8,7 @@
 #include "error.h"
 #include "utils.h"
 
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_lammps_data.h"
 
 #include <stdexcept>
 #include <string>

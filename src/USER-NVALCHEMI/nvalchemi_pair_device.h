@@ -1,12 +1,12 @@
 /* -*- c++ -*- ----------------------------------------------------------
    USER-NVALCHEMI: the device a rank of pair_style nvalchemi runs its model on: choose_device
-   (nvalchemi_device) with the rank's place on its node, said in the log.
+   (nvalchemi_step_device) with the rank's place on its node, said in the log.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_PAIR_DEVICE_H
 #define LMP_NVALCHEMI_PAIR_DEVICE_H
 
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 
 namespace LAMMPS_NS {
 class LAMMPS;

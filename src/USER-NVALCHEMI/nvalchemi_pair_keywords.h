@@ -6,8 +6,8 @@
 #ifndef LMP_NVALCHEMI_PAIR_KEYWORDS_H
 #define LMP_NVALCHEMI_PAIR_KEYWORDS_H
 
-#include "nvalchemi_device.h"
 #include "nvalchemi_spec.h"
+#include "nvalchemi_step_device.h"
 
 #include <memory>
 #include <string>

@@ -9,9 +9,9 @@
 #include "error.h"
 #include "utils.h"
 
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_lammps_data.h"
+#include "nvalchemi_model_libraries.h"
 #include "nvalchemi_runner.h"
-#include "nvalchemi_runner_library.h"
 
 #include <map>
 #include <stdexcept>

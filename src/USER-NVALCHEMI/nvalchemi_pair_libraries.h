@@ -1,7 +1,7 @@
 /* -*- c++ -*- ----------------------------------------------------------
    USER-NVALCHEMI: the LibTorch of the process checked against the build's, the operator
    libraries of pair_style nvalchemi (its library keyword), loaded on every rank before the model
-   (nvalchemi_runner_library), and the check that every operator a model names is registered.
+   (nvalchemi_model_libraries), and the check that every operator a model names is registered.
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_PAIR_LIBRARIES_H

@@ -9,12 +9,12 @@
 #include "update.h"
 #include "utils.h"
 
-#include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
 #include "nvalchemi_memory.h"
+#include "nvalchemi_outputs.h"
 #include "nvalchemi_pair_model.h"
+#include "nvalchemi_rank_graph_build.h"
 #include "nvalchemi_runner.h"
-#include "nvalchemi_runner_outputs.h"
 
 #include <algorithm>
 #include <exception>

@@ -11,8 +11,8 @@
 #include "update.h"
 #include "utils.h"
 
-#include "nvalchemi_consolidate.h"
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_lammps_data.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_pair_device.h"
 #include "nvalchemi_pair_keywords.h"
 #include "nvalchemi_pair_libraries.h"

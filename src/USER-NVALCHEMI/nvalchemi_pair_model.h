@@ -9,11 +9,11 @@
 #ifndef LMP_NVALCHEMI_PAIR_MODEL_H
 #define LMP_NVALCHEMI_PAIR_MODEL_H
 
-#include "nvalchemi_device.h"
 #include "nvalchemi_model_metadata.h"
+#include "nvalchemi_model_units.h"
 #include "nvalchemi_runner.h"
 #include "nvalchemi_spec.h"
-#include "nvalchemi_units.h"
+#include "nvalchemi_step_device.h"
 
 #include <memory>
 #include <string>

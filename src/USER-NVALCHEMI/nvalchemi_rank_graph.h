@@ -8,8 +8,8 @@
 #ifndef LMP_NVALCHEMI_RANK_GRAPH_H
 #define LMP_NVALCHEMI_RANK_GRAPH_H
 
-#include "nvalchemi_graph.h"
-#include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <cstdint>
 #include <memory>

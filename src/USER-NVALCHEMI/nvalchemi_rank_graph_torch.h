@@ -7,8 +7,8 @@
 #ifndef LMP_NVALCHEMI_RANK_GRAPH_TORCH_H
 #define LMP_NVALCHEMI_RANK_GRAPH_TORCH_H
 
-#include "nvalchemi_device.h"
 #include "nvalchemi_rank_graph.h"
+#include "nvalchemi_step_device.h"
 
 #include <cstdint>
 #include <memory>

@@ -6,7 +6,7 @@
 #include "nvalchemi_runner.h"
 #include "nvalchemi_runner_torch.h"
 
-#include "nvalchemi_halo_ops.h"
+#include "nvalchemi_halo_ops_torch.h"
 #include "nvalchemi_model_archive.h"
 
 #include <ATen/ATen.h>
@@ -132,7 +132,8 @@ namespace NVAlchemi {
   std::unique_ptr<ModelRunner> load_model(const std::string &file_bytes, const Device &device)
   {
     const bool aoti = is_aoti_package(file_bytes);
-    const std::string as = aoti ? "as an AOTInductor model: " : "as a TorchScript model: ";
+    const std::string as = "as " + std::string(aoti ? "an " : "a ") +
+        std::string(aoti ? AOTI_FORMAT : TORCHSCRIPT_FORMAT) + " model: ";
     try {
       check_archive(file_bytes);
     } catch (std::exception &e) {

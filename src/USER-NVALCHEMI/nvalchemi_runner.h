@@ -8,14 +8,15 @@
 #ifndef LMP_NVALCHEMI_RUNNER_H
 #define LMP_NVALCHEMI_RUNNER_H
 
-#include "nvalchemi_device.h"
-#include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
-#include "nvalchemi_runner_outputs.h"
-#include "nvalchemi_units.h"
+#include "nvalchemi_model_units.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_rank_graph_build.h"
+#include "nvalchemi_step_device.h"
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -52,8 +53,8 @@ namespace NVAlchemi {
     ModelRunner(const ModelRunner &) = delete;
     ModelRunner &operator=(const ModelRunner &) = delete;
 
-    // "TorchScript" or "AOTInductor"
-    virtual const char *format() const = 0;
+    // TORCHSCRIPT_FORMAT or AOTI_FORMAT (nvalchemi_contract_tables.h)
+    virtual std::string_view format() const = 0;
 
     // The framework and tool whose deployed file this is ("MACE (mace_create_lammps_model)"),
     // run through nvalchemi_runner_foreign.h; "" for a model written for the package.

@@ -131,7 +131,7 @@ namespace NVAlchemi {
                      const Device &device) : loader(std::move(program)), placement(device)
       {
       }
-      const char *format() const override { return "AOTInductor"; }
+      std::string_view format() const override { return AOTI_FORMAT; }
       // a compiled program's calls are not listed in the package (an operator missing at run
       // time fails the call, naming it)
       std::vector<std::string> custom_operators() const override { return {}; }

@@ -25,15 +25,6 @@ namespace NVAlchemi {
     // the contract's inputs by position (ContractInputs::NAMES)
     enum Input { POSITIONS = 0, ATOMIC_NUMBERS, NEIGHBOR_LIST, EDGE_VECTORS, CELL, PBC, N_OWNED };
 
-    // the spec of a file whose model passes messages over `message_passing_layers` (0: none)
-    std::string spec_of_layers(int message_passing_layers)
-    {
-      if (message_passing_layers == 0) return "{\"preset\": \"SPEC_LJ_HALO\"}";
-      return "{\"preset\": \"SPEC_MPNN_HALO\", \"halo\": \"deep\", "
-             "\"num_message_passing_layers\": " +
-          std::to_string(message_passing_layers) + "}";
-    }
-
     // "atomic_energies" and their sum over the owned rows
     c10::Dict<std::string, torch::Tensor> energies(const torch::Tensor &atomic,
                                                    const std::vector<torch::Tensor> &in)
@@ -74,7 +65,9 @@ namespace NVAlchemi {
       const std::string &metadata_text() const override { return metadata; }
 
      protected:
-      // Both, for a file of `species` (atomic numbers in the model's type order).
+      // Both, for a file of `species` (atomic numbers in the model's type order); its spec is
+      // exporter_spec_json(layers, deep): every layer's ghosts on the rank, as the frameworks'
+      // own pair styles run them.
       void record(const std::vector<int> &species, double cutoff, torch::Dtype dtype,
                   const std::string &spec_json)
       {
@@ -97,7 +90,8 @@ namespace NVAlchemi {
         for (int64_t k = 0; k < z.numel(); ++k) species.push_back(z[k].item<int>());
         num_types = z.numel();
         record(species, file.attr("r_max").toTensor().item<double>(), first_parameter_dtype(mace),
-               spec_of_layers(file.attr("num_interactions").toTensor().item<int>()));
+               exporter_spec_json(file.attr("num_interactions").toTensor().item<int>(),
+                                  HaloMode::DEEP));
       }
       static bool recognises(const torch::jit::Module &file)
       {
@@ -176,7 +170,8 @@ namespace NVAlchemi {
           throw std::runtime_error("the SevenNet file's forward sums no messages: not a "
                                    "`sevenn deploy` file this package knows");
         record(species, std::stod(extra.at("cutoff")),
-               dtype == "single" ? torch::kFloat32 : torch::kFloat64, spec_of_layers(layers));
+               dtype == "single" ? torch::kFloat32 : torch::kFloat64,
+               exporter_spec_json(layers, HaloMode::DEEP));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)
       {
@@ -228,7 +223,7 @@ namespace NVAlchemi {
                                    "nvalchemi-nequip-export");
         // Allegro is strictly local: its atomic energies depend on the atom's own edges only
         record(species, std::stod(extra.at("r_max")), NEQUIP_IO_DTYPE,
-               spec_of_layers(allegro ? 0 : layers));
+               exporter_spec_json(allegro ? 0 : layers, HaloMode::DEEP));
       }
       static bool recognises(const torch::jit::ExtraFilesMap &extra)
       { return !extra.at("type_names").empty() && !extra.at("r_max").empty(); }

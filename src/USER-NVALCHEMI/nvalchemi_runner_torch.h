@@ -9,10 +9,10 @@
 #define LMP_NVALCHEMI_RUNNER_TORCH_H
 
 #include "nvalchemi_contract_tables.h"
-#include "nvalchemi_device.h"
-#include "nvalchemi_graph.h"
 #include "nvalchemi_halo_exchange.h"
-#include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_rank_graph_build.h"
+#include "nvalchemi_step_device.h"
 
 #include <torch/script.h>
 

@@ -80,7 +80,7 @@ namespace NVAlchemi {
         });
       }
 
-      const char *format() const override { return "TorchScript"; }
+      std::string_view format() const override { return TORCHSCRIPT_FORMAT; }
       std::string foreign_format() const override { return foreign ? foreign->name() : ""; }
       const std::string &metadata_text() const override { return metadata; }
       std::vector<std::string> custom_operators() const override

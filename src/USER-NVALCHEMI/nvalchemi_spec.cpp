@@ -224,6 +224,23 @@ namespace NVAlchemi {
     return names;
   }
 
+  std::string exporter_spec_json(int layers, HaloMode halo, int exchange_feature_width)
+  {
+    const json &presets = tables().at("exporter_presets");
+    json spec;
+    if (layers <= 1) {
+      spec["preset"] = presets.at("strictly_local");
+      return spec.dump();
+    }
+    spec["preset"] = presets.at("message_passing");
+    spec["num_message_passing_layers"] = layers;
+    if (halo == HaloMode::DEEP)
+      spec["halo"] = to_string(halo);
+    else if (exchange_feature_width > 0)
+      spec["exchange_feature_width"] = exchange_feature_width;
+    return spec.dump();
+  }
+
   // ---- JSON --------------------------------------------------------------------------------
 
   namespace {

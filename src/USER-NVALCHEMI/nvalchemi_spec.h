@@ -45,7 +45,7 @@ namespace NVAlchemi {
 
   // `autograd`: the model derives this output itself by autograd of an energy it replicated with
   // system_sum, whose backward all-reduces the gradient, so each rank's value is nprocs times
-  // its part (the toolkit's ModelConfig.autograd_outputs; see nvalchemi_consolidate.h).
+  // its part (the toolkit's ModelConfig.autograd_outputs; see nvalchemi_outputs_consolidate.h).
   struct OutputSpec {
     OutputKind kind = OutputKind::UNKNOWN;
     Reduce reduce = Reduce::NONE;
@@ -107,6 +107,12 @@ namespace NVAlchemi {
   // The presets by name ("SPEC_LJ_HALO", ...); throws std::invalid_argument for an unknown one.
   const MLIPSpec &preset(const std::string &name);
   const std::vector<std::string> &preset_names();
+
+  // The spec JSON the framework exporters write, and the readers of other frameworks' files
+  // give, for a model of `layers` message-passing layers (at most 1: strictly local) in halo
+  // mode `halo` (layerwise or deep); exchange_feature_width: the widest row a layerwise model
+  // refreshes (0: unknown). "exporter_presets" of nvalchemi_spec_tables.h.
+  std::string exporter_spec_json(int layers, HaloMode halo, int exchange_feature_width = 0);
 
   // Names used in JSON and in pair_style keywords ("per_node", "all_reduce", "layerwise",
   // "node_energy", ...). The parsers throw std::invalid_argument listing the valid names;

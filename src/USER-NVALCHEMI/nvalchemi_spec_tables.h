@@ -14,6 +14,9 @@
                           max(1, num_message_passing_layers) cutoffs
      model_rows           "rank": the model sees this rank's owned and ghost rows; "system": every
                           atom of the system, other ranks' owned rows standing in for ghosts
+   default_spec: the spec of a model whose writer gave none. exporter_presets: the presets the
+   framework exporters and the readers of other frameworks' files give a strictly local model
+   (at most one layer) and a message-passing one (exporter_spec_json in nvalchemi_spec.h).
 ------------------------------------------------------------------------- */
 
 #ifndef LMP_NVALCHEMI_SPEC_TABLES_H
@@ -45,6 +48,8 @@ namespace NVAlchemi {
     "compile": {"static_shapes": false, "atom_capacity_growth": 1.2,
                 "edge_capacity_growth": 1.2, "force_strategy": "node_energy"}
   },
+  "default_spec": {"preset": "SPEC_LJ_HALO"},
+  "exporter_presets": {"strictly_local": "SPEC_LJ_HALO", "message_passing": "SPEC_MPNN_HALO"},
   "presets": [
     {"name": "SPEC_LJ_HALO",
      "about": "strictly local pair-like models: one cutoff, no exchange",

@@ -9,11 +9,11 @@
 #ifndef LMP_NVALCHEMI_STEP_ENGINE_H
 #define LMP_NVALCHEMI_STEP_ENGINE_H
 
-#include "nvalchemi_consolidate.h"
-#include "nvalchemi_graph.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_pair_model.h"
 #include "nvalchemi_rank_graph.h"
-#include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <array>
 #include <cstdint>

@@ -25,11 +25,11 @@
 #include "platform.h"
 #include "update.h"
 
-#include "nvalchemi_consolidate.h"
 #include "nvalchemi_halo.h"
 #include "nvalchemi_halo_atom_comm.h"
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_lammps_data.h"
 #include "nvalchemi_model_metadata.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_pair_halo.h"
 #include "nvalchemi_pair_keywords.h"
 #include "nvalchemi_pair_memory.h"

@@ -2,7 +2,7 @@
 // row exchange) makes no heap allocation. A counting operator new replaces the global one in
 // this test binary; it counts only while a test asks it to.
 
-#include "nvalchemi_graph.h"
+#include "nvalchemi_rank_graph_build.h"
 #include "nvalchemi_halo_row_exchange.h"
 
 #include "gtest/gtest.h"

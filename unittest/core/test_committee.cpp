@@ -1,7 +1,7 @@
-// The model deviation of a committee (nvalchemi_committee): DeePMD-kit's definitions on numbers
+// The model deviation of a committee (nvalchemi_outputs_committee): DeePMD-kit's definitions on numbers
 // worked out by hand.
 
-#include "nvalchemi_committee.h"
+#include "nvalchemi_outputs_committee.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // framework-provided outputs) and the row exchange of the exchange ops, with a test double for
 // LAMMPS' communication.
 
-#include "nvalchemi_consolidate.h"
+#include "nvalchemi_outputs_consolidate.h"
 #include "nvalchemi_halo_row_exchange.h"
 
 #include "gtest/gtest.h"

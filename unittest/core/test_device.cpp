@@ -1,7 +1,7 @@
 // Unit tests: the device keyword, the choice of a rank's device, and where tensors are placed
 // on the CPU (views of the package's buffers, outputs back without a copy).
 
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 #include "nvalchemi_runner_torch.h"
 
 #include "gtest/gtest.h"

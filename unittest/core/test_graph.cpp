@@ -1,6 +1,6 @@
 // Unit tests: building the model's graph from LAMMPS-style arrays.
 
-#include "nvalchemi_graph.h"
+#include "nvalchemi_rank_graph_build.h"
 #include "nvalchemi_rank_graph_torch.h"
 
 #include "gtest/gtest.h"

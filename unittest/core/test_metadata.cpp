@@ -1,7 +1,7 @@
 // Unit tests: model metadata parsing and the element table.
 
 #include "nvalchemi_model_metadata.h"
-#include "nvalchemi_units.h"
+#include "nvalchemi_model_units.h"
 
 #include "json.h"
 
@@ -54,9 +54,9 @@ TEST(Metadata, ParsesEveryField)
 TEST(Metadata, ReadsThePyTorchThatWroteTheModelWhereRecorded)
 {
   EXPECT_EQ(parse_metadata(VALID).torch_version, "");
-  const ModelMetadata meta =
-      parse_metadata(replaced(R"("units": "metal",)", R"("units": "metal", "torch_version": )"
-                                                      R"("2.11.0+cu130", "cuda_version": "13.0",)"));
+  const ModelMetadata meta = parse_metadata(replaced(R"("units": "metal",)",
+                                                     R"("units": "metal", "torch_version": )"
+                                                     R"("2.11.0+cu130", "cuda_version": "13.0",)"));
   EXPECT_EQ(meta.torch_version, "2.11.0+cu130");
   EXPECT_EQ(meta.cuda_version, "13.0");
   expect_error(replaced(R"("units": "metal",)", R"("units": "metal", "torch_version": 2.11,)"),
@@ -139,5 +139,19 @@ TEST(Metadata, SharedCasesAsTheCheckerJudgesThem)
       EXPECT_NE(refused.find(fragment), std::string::npos)
           << name << ": '" << refused << "' lacks '" << fragment << "'";
     }
+  }
+}
+
+// The specs a foreign file's reader and the Python exporters give a message-passing model, from
+// the same table (unittest/lammps/contract_tables.py checks the Python side on the same cases)
+TEST(Metadata, ExporterSpecsAsThePythonExportersWriteThem)
+{
+  std::ifstream in(NVALCHEMI_METADATA_CASES);
+  const LAMMPS_NS::json corpus = LAMMPS_NS::json::parse(in);
+  for (const auto &c : corpus.at("exporter_specs")) {
+    const std::string written = exporter_spec_json(c.at("layers").get<int>(),
+                                                   parse_halo_mode(c.at("halo").get<std::string>()),
+                                                   c.at("width").get<int>());
+    EXPECT_EQ(LAMMPS_NS::json::parse(written), c.at("spec")) << c.dump();
   }
 }

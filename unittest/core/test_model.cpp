@@ -239,8 +239,8 @@ TEST(AotiRunner, RecognisedByItsContentsWithTheSameMetadata)
   EXPECT_FALSE(is_aoti_package(read_file(NVALCHEMI_LJ_MODEL)));
   auto aoti = load_model(bytes);
   auto script = load_model(read_file(NVALCHEMI_LJ_MODEL));
-  EXPECT_STREQ(aoti->format(), "AOTInductor");
-  EXPECT_STREQ(script->format(), "TorchScript");
+  EXPECT_EQ(aoti->format(), "AOTInductor");
+  EXPECT_EQ(script->format(), "TorchScript");
   EXPECT_EQ(parse_metadata(aoti->metadata_text()).spec,
             parse_metadata(script->metadata_text()).spec);
 }

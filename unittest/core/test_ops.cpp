@@ -5,7 +5,7 @@
 
 #include "nvalchemi_contract_tables.h"
 #include "nvalchemi_halo_exchange.h"
-#include "nvalchemi_halo_ops.h"
+#include "nvalchemi_halo_ops_torch.h"
 
 #include "gtest/gtest.h"
 

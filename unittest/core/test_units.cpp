@@ -1,4 +1,4 @@
-// Unit tests: a model written in one LAMMPS unit style run in another (nvalchemi_units): the
+// Unit tests: a model written in one LAMMPS unit style run in another (nvalchemi_model_units): the
 // factors between the styles, the refusal of lj units against physical ones, and the runners'
 // conversion of inputs and outputs (TorchScript and AOTInductor on the Lennard-Jones model, a
 // scripted probe for every output whose dimension the package knows).
@@ -6,7 +6,7 @@
 #include "nvalchemi_model_metadata.h"
 #include "nvalchemi_runner.h"
 #include "nvalchemi_spec.h"
-#include "nvalchemi_units.h"
+#include "nvalchemi_model_units.h"
 
 #include <torch/script.h>
 

@@ -4,7 +4,7 @@
 
 #include "fuzz_targets.h"
 
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 #include "nvalchemi_model_archive.h"
 #include "nvalchemi_model_metadata.h"
 #include "nvalchemi_spec.h"

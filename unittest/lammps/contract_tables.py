@@ -1,7 +1,9 @@
 """nvalchemi-check's metadata reader (nvalchemi_lammps.contract.check_metadata, which reads
 src/USER-NVALCHEMI/nvalchemi_contract_tables.h) accepts and refuses the cases of
 unittest/core/metadata_cases.json as pair_style nvalchemi's reader does (the gtest
-Metadata.SharedCasesAsTheCheckerJudgesThem runs the same cases), with the same words; and
+Metadata.SharedCasesAsTheCheckerJudgesThem runs the same cases), with the same words; the
+exporters write the specs of its exporter_specs as the readers of other frameworks' files give
+them (the gtest Metadata.ExporterSpecsAsThePythonExportersWriteThem); and
 nvalchemi_lammps.ops registers the exchange ops with the table's schemas, as the C++ core does
 (the gtest ExchangeOps.RegisteredWithTheContractTablesSchemas).
 
@@ -16,6 +18,7 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi)
 from nvalchemi_lammps.contract import EXCHANGE_OPS, check_metadata
+from nvalchemi_lammps.spec import exporter_spec
 
 
 def main(path):
@@ -40,6 +43,12 @@ def main(path):
         print(f"{'ok  ' if ok else 'FAIL'} {case['name']:35s} {refused or 'accepted'}")
         if not ok:
             failures.append(case["name"])
+    for case in corpus["exporter_specs"]:
+        written = exporter_spec(case["halo"], case["layers"], case["width"])
+        ok = written == case["spec"]
+        print(f"{'ok  ' if ok else 'FAIL'} exporter spec {case['halo']:9s} {case['layers']} layers  {written}")
+        if not ok:
+            failures.append(f"exporter spec {case['halo']} {case['layers']}")
     for schema in EXCHANGE_OPS:
         name = schema.split("(")[0]
         registered = str(getattr(torch.ops.nvalchemi, name).default._schema)

@@ -4,11 +4,11 @@
    LAMMPS half: scope, gathers, forces, energy and virial).
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_DD_TORCH_HOOK_H
-#define LMP_NVALCHEMI_DD_TORCH_HOOK_H
+#ifndef LMP_NVALCHEMI_DD_HOOK_TORCH_H
+#define LMP_NVALCHEMI_DD_HOOK_TORCH_H
 
-#include "nvalchemi_device.h"
-#include "nvalchemi_graph.h"
+#include "nvalchemi_rank_graph_build.h"
+#include "nvalchemi_step_device.h"
 
 #include <cstdint>
 #include <memory>

@@ -5,8 +5,8 @@
    latter two per atom.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_COMMITTEE_H
-#define LMP_NVALCHEMI_COMMITTEE_H
+#ifndef LMP_NVALCHEMI_OUTPUTS_COMMITTEE_H
+#define LMP_NVALCHEMI_OUTPUTS_COMMITTEE_H
 
 #include <array>
 #include <cstdint>

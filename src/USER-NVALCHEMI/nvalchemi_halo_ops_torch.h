@@ -3,8 +3,8 @@
    with LibTorch's dispatcher. No LibTorch types in this header.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_HALO_OPS_H
-#define LMP_NVALCHEMI_HALO_OPS_H
+#ifndef LMP_NVALCHEMI_HALO_OPS_TORCH_H
+#define LMP_NVALCHEMI_HALO_OPS_TORCH_H
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {

@@ -6,11 +6,11 @@
    is summed over ranks goes through an AtomComm.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_CONSOLIDATE_H
-#define LMP_NVALCHEMI_CONSOLIDATE_H
+#ifndef LMP_NVALCHEMI_OUTPUTS_CONSOLIDATE_H
+#define LMP_NVALCHEMI_OUTPUTS_CONSOLIDATE_H
 
-#include "nvalchemi_graph.h"
-#include "nvalchemi_runner_outputs.h"
+#include "nvalchemi_outputs.h"
+#include "nvalchemi_rank_graph_build.h"
 #include "nvalchemi_spec.h"
 
 #include <functional>

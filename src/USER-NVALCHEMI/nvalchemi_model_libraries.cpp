@@ -2,7 +2,7 @@
    USER-NVALCHEMI: operator libraries, loaded once per process.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_runner_library.h"
+#include "nvalchemi_model_libraries.h"
 
 #include <climits>
 #include <cstdlib>

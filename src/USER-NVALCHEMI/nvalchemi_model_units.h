@@ -4,8 +4,8 @@
    (doc/Howto_nvalchemi_contract.rst, Units). Plain C++17: no LAMMPS classes, no LibTorch.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_UNITS_H
-#define LMP_NVALCHEMI_UNITS_H
+#ifndef LMP_NVALCHEMI_MODEL_UNITS_H
+#define LMP_NVALCHEMI_MODEL_UNITS_H
 
 #include <map>
 #include <string>

@@ -2,7 +2,7 @@
    USER-NVALCHEMI: the model deviation of a committee of models.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_committee.h"
+#include "nvalchemi_outputs_committee.h"
 
 #include <algorithm>
 #include <cmath>

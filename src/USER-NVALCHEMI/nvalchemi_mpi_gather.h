@@ -6,8 +6,8 @@
    MPI only: no LAMMPS classes, no LibTorch.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_GATHER_H
-#define LMP_NVALCHEMI_GATHER_H
+#ifndef LMP_NVALCHEMI_MPI_GATHER_H
+#define LMP_NVALCHEMI_MPI_GATHER_H
 
 #include <cstdint>
 #include <mpi.h>

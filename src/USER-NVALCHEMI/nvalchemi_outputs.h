@@ -4,8 +4,8 @@
    the types the runners fill and the consolidation reads. No LibTorch, no LAMMPS.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_RUNNER_OUTPUTS_H
-#define LMP_NVALCHEMI_RUNNER_OUTPUTS_H
+#ifndef LMP_NVALCHEMI_OUTPUTS_H
+#define LMP_NVALCHEMI_OUTPUTS_H
 
 #include <chrono>
 #include <cstdint>

@@ -2,10 +2,10 @@
    USER-NVALCHEMI: the model's input graph, built from LAMMPS' per-rank arrays.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_GRAPH_H
-#define LMP_NVALCHEMI_GRAPH_H
+#ifndef LMP_NVALCHEMI_RANK_GRAPH_BUILD_H
+#define LMP_NVALCHEMI_RANK_GRAPH_BUILD_H
 
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
    USER-NVALCHEMI: the device keyword and the choice of a rank's device.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_device.h"
+#include "nvalchemi_step_device.h"
 
 #include <cctype>
 #include <stdexcept>

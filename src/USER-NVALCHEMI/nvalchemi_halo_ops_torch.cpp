@@ -6,7 +6,7 @@
    translation unit; no LAMMPS). The schemas are the contract table's (nvalchemi_contract_tables.h).
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_halo_ops.h"
+#include "nvalchemi_halo_ops_torch.h"
 #include "nvalchemi_contract_tables.h"
 #include "nvalchemi_halo_exchange.h"
 #include "nvalchemi_runner_torch.h"

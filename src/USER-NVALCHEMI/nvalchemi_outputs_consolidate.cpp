@@ -2,7 +2,7 @@
    USER-NVALCHEMI: energy share, consolidation rules and output checks.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_consolidate.h"
+#include "nvalchemi_outputs_consolidate.h"
 
 #include "nvalchemi_halo_row_exchange.h"
 

@@ -4,10 +4,10 @@
    on rank 0 and broadcast, a problem found on some ranks.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_LAMMPS_H
-#define LMP_NVALCHEMI_LAMMPS_H
+#ifndef LMP_NVALCHEMI_LAMMPS_DATA_H
+#define LMP_NVALCHEMI_LAMMPS_DATA_H
 
-#include "nvalchemi_graph.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <string>
 

@@ -2,7 +2,7 @@
    USER-NVALCHEMI: gathers of per-atom rows sorted by atom ID, ranges over ranks.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_gather.h"
+#include "nvalchemi_mpi_gather.h"
 
 #include <algorithm>
 #include <numeric>

@@ -3,7 +3,7 @@
    files read once, problems found on some ranks.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_lammps.h"
+#include "nvalchemi_lammps_data.h"
 
 #include "atom.h"
 #include "comm.h"

@@ -2,7 +2,7 @@
    USER-NVALCHEMI: the factors between LAMMPS' physical unit styles, and what they convert.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_units.h"
+#include "nvalchemi_model_units.h"
 
 #include "nvalchemi_contract_tables.h"
 #include "nvalchemi_spec.h"

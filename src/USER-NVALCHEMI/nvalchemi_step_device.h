@@ -4,8 +4,8 @@
    LibTorch's view of the machine comes in as a CudaRuntime.
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_DEVICE_H
-#define LMP_NVALCHEMI_DEVICE_H
+#ifndef LMP_NVALCHEMI_STEP_DEVICE_H
+#define LMP_NVALCHEMI_STEP_DEVICE_H
 
 #include <string>
 

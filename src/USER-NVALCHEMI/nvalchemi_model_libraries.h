@@ -4,8 +4,8 @@
    loaded into the process before the model. Plain C++17 (dlopen).
 ------------------------------------------------------------------------- */
 
-#ifndef LMP_NVALCHEMI_RUNNER_LIBRARY_H
-#define LMP_NVALCHEMI_RUNNER_LIBRARY_H
+#ifndef LMP_NVALCHEMI_MODEL_LIBRARIES_H
+#define LMP_NVALCHEMI_MODEL_LIBRARIES_H
 
 #include <string>
 

@@ -2,7 +2,7 @@
    USER-NVALCHEMI: the model's input graph. Plain C++17; no LAMMPS classes, no LibTorch.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_graph.h"
+#include "nvalchemi_rank_graph_build.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,9 +3,9 @@
    a batch of atoms.
 ------------------------------------------------------------------------- */
 
-#include "nvalchemi_dd_torch_hook.h"
+#include "nvalchemi_dd_hook_torch.h"
 
-#include "nvalchemi_halo_ops.h"
+#include "nvalchemi_halo_ops_torch.h"
 #include "nvalchemi_model_archive.h"
 #include "nvalchemi_runner_torch.h"
 
