@@ -21,6 +21,8 @@ import importlib.util
 import json
 import os
 import sys
+import threading
+import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -28,10 +30,11 @@ import torch
 import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,  # noqa: F401
                                        CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE, TOOLKIT_SPEC_VERSION)  # (the export's API)
-from nvalchemi_lammps.model_file import (AOTINDUCTOR, LoadedModel, output_format,
+from nvalchemi_lammps.contract import AOTI_PACKAGE_SUFFIX, TORCHSCRIPT, TORCHSCRIPT_SUFFIX
+from nvalchemi_lammps.model_file import (AOTINDUCTOR, DEFAULT_ENERGY_KEY, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
 from nvalchemi_lammps.owned_rows import traced_owned_count
-from nvalchemi_lammps.spec import effective_spec, forces_from_node_energies
+from nvalchemi_lammps.spec import DEFAULT_SPEC, effective_spec, forces_from_node_energies
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -45,7 +48,7 @@ def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
         "species": [int(z) for z in species],
         "units": units,
         "dtype": "float64" if dtype == torch.float64 else "float32",
-        "spec": spec if spec is not None else {"preset": "SPEC_LJ_HALO"},
+        "spec": spec if spec is not None else DEFAULT_SPEC,
         # the PyTorch that wrote the model: pair_style nvalchemi warns when LAMMPS runs another
         "torch_version": torch.__version__,
         "cuda_version": torch.version.cuda or "",
@@ -205,7 +208,7 @@ def with_called_operators(spec: Optional[Dict], program) -> Optional[Dict]:
     called = sorted({node.target._schema.name for node in program.graph.nodes
                      if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
                      and node.target.namespace not in BUILTIN_NAMESPACES})
-    spec = dict(spec) if spec is not None else {"preset": "SPEC_LJ_HALO"}
+    spec = dict(spec if spec is not None else DEFAULT_SPEC)
     if called and "core" not in spec:
         spec["custom_ops"] = sorted(set(spec.get("custom_ops", [])) | set(called))
     return spec
@@ -238,7 +241,7 @@ def save_aoti_model(
     units: str,
     dtype: torch.dtype = torch.float64,
     spec: Optional[Dict] = None,
-    energy_output: str = "atomic_energies",
+    energy_output: str = DEFAULT_ENERGY_KEY,
     device: str = "cpu",
 ) -> Dict:
     """Compile `module` with AOTInductor into the package `path` (.pt2) with its metadata;
@@ -271,16 +274,78 @@ def save_aoti_model(
                                                       None, None, {0: owned}))
     metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype,
                              spec=with_called_operators(spec, program))
-    torch._inductor.aoti_compile_and_package(
-        program, package_path=path,
-        inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),
-                                                    AOTI_ENERGY_OUTPUT: energy_output,
-                                                    AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE}})
+    with compile_progress(path, device):
+        torch._inductor.aoti_compile_and_package(
+            program, package_path=path,
+            inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),
+                                                        AOTI_ENERGY_OUTPUT: energy_output,
+                                                        AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE}})
     require_ranks_in_step(path, metadata)
     return metadata
 
 
+@contextlib.contextmanager
+def compile_progress(path: str, device: str, every: float = 30.0):
+    """Lines on stderr while AOTInductor compiles `path` (minutes on a CPU): when it starts, every
+    `every` seconds while it runs, and how long it took."""
+    start = time.monotonic()
+    done = threading.Event()
+
+    def report():
+        while not done.wait(every):
+            print(f"  still compiling {os.path.basename(path)}: {time.monotonic() - start:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    print(f"compiling {path} with AOTInductor for {device} (minutes on a CPU)", file=sys.stderr, flush=True)
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        reporter.join()
+    print(f"compiled {path} in {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+
+
 # ---- what the framework exporters (mace_export, nequip_export, sevenn_export) share ------------------------
+
+# --format's choices, the file's format for each
+OUTPUT_FORMATS = {"aotinductor": AOTINDUCTOR, "torchscript": TORCHSCRIPT}
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, compiled: str = "") -> None:
+    """The exporters' -o and --format; `compiled`: what a package is compiled for, for the help."""
+    parser.add_argument("-o", "--output", required=True,
+                        help=f"the file to write: an AOTInductor package (NAME{AOTI_PACKAGE_SUFFIX}, or NAME: "
+                             f"{AOTI_PACKAGE_SUFFIX} is added{compiled}), or TorchScript (NAME{TORCHSCRIPT_SUFFIX}, "
+                             "deprecated by PyTorch)")
+    parser.add_argument("--format", choices=tuple(OUTPUT_FORMATS), default=None,
+                        help="the file's format (default: told by the name, aotinductor for a name "
+                             f"ending in neither {AOTI_PACKAGE_SUFFIX} nor {TORCHSCRIPT_SUFFIX})")
+
+
+def output_path(tool: str, output: str, output_format_name: Optional[str] = None) -> str:
+    """The file an exporter's command line writes for -o `output` and --format: a name ending in
+    .pt2 or .pt keeps it (a --format against it stops the tool), any other gets the format's
+    suffix, an AOTInductor package's by default. For TorchScript, a note on stderr that PyTorch
+    deprecates it."""
+    wanted = OUTPUT_FORMATS.get(output_format_name) if output_format_name else None
+    suffixes = {AOTINDUCTOR: AOTI_PACKAGE_SUFFIX, TORCHSCRIPT: TORCHSCRIPT_SUFFIX}
+    try:
+        named = output_format(output)
+    except ValueError:
+        named = None
+        output += suffixes[wanted or AOTINDUCTOR]
+    if named and wanted and named != wanted:
+        raise SystemExit(f"{tool}: {output} ends in {suffixes[named]} ({named}) but --format is "
+                         f"{output_format_name}: name it NAME{suffixes[wanted]}")
+    if output_format(output) == TORCHSCRIPT:
+        print(f"{tool}: note: {output} is TorchScript, which PyTorch {torch.__version__.split('+')[0]} "
+              f"deprecates; pair_style nvalchemi reads it, but an AOTInductor package "
+              f"({AOTI_PACKAGE_SUFFIX}, the default) is the format PyTorch keeps and the faster one",
+              file=sys.stderr)
+    return output
+
 
 def missing_framework(tool: str, what: str, extra: str, exc: ImportError) -> SystemExit:
     """The exit of a framework exporter run by a python without its framework (`what`: "mace-torch
@@ -400,11 +465,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="nvalchemi-export",
         description="Write a model that follows the USER-NVALCHEMI contract (a torch.nn.Module taking "
-                    "Dict[str, Tensor]) to a file pair_style nvalchemi loads: TorchScript for .pt, "
-                    "AOTInductor for .pt2. MODEL is FILE.py:NAME or MODULE:NAME, NAME a class or "
+                    "Dict[str, Tensor]) to a file pair_style nvalchemi loads: an AOTInductor package "
+                    "(.pt2, the default) or TorchScript (.pt). MODEL is FILE.py:NAME or MODULE:NAME, NAME a class or "
                     "function that returns the module, called with --kwargs.")
     parser.add_argument("model", help="FILE.py:NAME or MODULE:NAME")
-    parser.add_argument("-o", "--output", required=True, help=".pt (TorchScript) or .pt2 (AOTInductor)")
+    add_output_arguments(parser)
     parser.add_argument("--cutoff", type=float, required=True, help="the model's cutoff, in its length unit")
     parser.add_argument("--species", nargs="+", required=True, help="element symbols or atomic numbers")
     parser.add_argument("--units", required=True, help="LAMMPS unit style of the model (metal, real, ...)")
@@ -413,15 +478,16 @@ def main(argv=None):
     parser.add_argument("--spec", default=None,
                         help='the model\'s spec: JSON text or a .json file (default {"preset": "SPEC_LJ_HALO"})')
     args = parser.parse_args(argv)
+    output = output_path(parser.prog, args.output, args.format)
     spec = None
     if args.spec:
         spec = json.load(open(args.spec)) if args.spec.endswith(".json") else json.loads(args.spec)
     species = _element_numbers(args.species)  # before the model is built: the cheap mistakes first
     module = _factory(args.model)(**json.loads(args.kwargs))
-    metadata = save_model(module, args.output, cutoff=args.cutoff, species=species,
+    metadata = save_model(module, output, cutoff=args.cutoff, species=species,
                           units=args.units, dtype=torch.float64 if args.dtype == "float64" else torch.float32,
                           spec=spec)
-    print(f"nvalchemi-export: wrote {args.output} ({output_format(args.output)}): "
+    print(f"nvalchemi-export: wrote {output} ({output_format(output)}): "
           f"{json.dumps(metadata, sort_keys=True)}")
 
 

@@ -43,8 +43,9 @@ from typing import Any, Dict, Optional, Tuple
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
-from nvalchemi_lammps.export import (frozen, frozen_copy, missing_framework, override_method, python_functions,
-                                     require_release, save_aoti_model, save_scripted_model, species_index)
+from nvalchemi_lammps.export import (add_output_arguments, frozen, frozen_copy, missing_framework, output_path,
+                                     override_method, python_functions, require_release, save_aoti_model,
+                                     save_scripted_model, species_index)
 from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import at_least_one, owned_count, per_row, with_ghost_rows
@@ -213,18 +214,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="nvalchemi-mace-export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="a mace-torch model file (.model)")
-    parser.add_argument("-o", "--output", required=True,
-                        help="the file to write: TorchScript (.pt) or an AOTInductor package (.pt2)")
+    add_output_arguments(parser, ", compiled for --device")
     parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     parser.add_argument("--head", default=None, help="the head to export (default: the last)")
     parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
-    metadata = export(load_mace(args.model), args.output,
+    output = output_path(parser.prog, args.output, args.format)
+    metadata = export(load_mace(args.model), output,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32,
                       head=args.head, halo=args.halo, device=args.device)
-    print(f"mace_export: wrote {args.output}: cutoff {metadata['cutoff']}, species "
+    print(f"mace_export: wrote {output}: cutoff {metadata['cutoff']}, species "
           f"{metadata['species']}, {metadata['dtype']}, {metadata['spec']}")
 
 

@@ -43,8 +43,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    atomic_number, centre_first_edges, frozen_copy, missing_framework, override_method, require_release,
-    save_aoti_model, save_scripted_model, species_index)
+    add_output_arguments, atomic_number, centre_first_edges, frozen_copy, missing_framework, output_path,
+    override_method, require_release, save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.model_file import AOTINDUCTOR, output_format
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, per_row, with_ghost_rows
@@ -194,7 +194,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="nvalchemi-nequip-export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="a nequip checkpoint (.ckpt) or package (.nequip.zip)")
-    parser.add_argument("-o", "--output", required=True, help=".pt (TorchScript) or .pt2 (AOTInductor)")
+    add_output_arguments(parser, ", compiled for --device")
     parser.add_argument("--units", default=None,
                         help="the LAMMPS unit style of the model's training data (metal: eV, Angstrom); "
                              "required unless the model's metadata records it")
@@ -207,15 +207,16 @@ def main(argv=None):
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
+    output = output_path(parser.prog, args.output, args.format)
     _import_nequip()
     from nequip.model.saved_models.load_utils import load_saved_model
     from nequip.utils.global_state import set_global_state
     set_global_state()  # as nequip's own tools do before loading a model
     model = load_saved_model(args.model)
     dtype = {"float64": torch.float64, "float32": torch.float32, None: None}[args.dtype]
-    metadata = export(model.eval(), args.output, units=args.units, halo=args.halo, dtype=dtype,
+    metadata = export(model.eval(), output, units=args.units, halo=args.halo, dtype=dtype,
                       species=args.species, device=args.device)
-    print(f"nequip_export: wrote {args.output}: cutoff {metadata['cutoff']}, species {metadata['species']}, "
+    print(f"nequip_export: wrote {output}: cutoff {metadata['cutoff']}, species {metadata['species']}, "
           f"units {metadata['units']}, {metadata['dtype']}, {metadata['spec']}")
 
 

@@ -45,8 +45,8 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import (
-    AOTINDUCTOR, centre_first_edges, frozen_copy, missing_framework, output_format, override_method,
-    require_release, save_aoti_model, save_scripted_model, species_index)
+    AOTINDUCTOR, add_output_arguments, centre_first_edges, frozen_copy, missing_framework, output_format,
+    output_path, override_method, require_release, save_aoti_model, save_scripted_model, species_index)
 from nvalchemi_lammps.spec import EXPORTER_HALO_MODES, exporter_spec
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row, with_ghost_rows
 
@@ -250,9 +250,7 @@ def main(argv: Optional[List[str]] = None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model",
                         help="a SevenNet checkpoint (.pth) or pretrained name (7net-0, 7net-mf-0, ...)")
-    parser.add_argument("-o", "--output", required=True,
-                        help="the file to write: .pt (TorchScript) or .pt2 (AOTInductor, compiled for "
-                             "--device: minutes)")
+    add_output_arguments(parser, ", compiled for --device")
     parser.add_argument("--modal", default=None,
                         help="the fidelity of a multi-fidelity model (SevenNet-MF-0: PBE, R2SCAN)")
     parser.add_argument("--halo", choices=EXPORTER_HALO_MODES, default="layerwise")
@@ -262,10 +260,11 @@ def main(argv: Optional[List[str]] = None):
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
+    output = output_path(parser.prog, args.output, args.format)
     model = load(args.model, args.modal)
-    metadata = export(model, args.output, halo=args.halo,
+    metadata = export(model, output, halo=args.halo,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32, device=args.device)
-    print(f"sevenn_export: wrote {args.output}: cutoff {metadata['cutoff']}, "
+    print(f"sevenn_export: wrote {output}: cutoff {metadata['cutoff']}, "
           f"{len(metadata['species'])} species, units {metadata['units']}, {metadata['dtype']}, "
           f"{metadata['spec']}")
 
