@@ -255,6 +255,7 @@ def save_aoti_model(
     from torch.export import Dim
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    start = time.monotonic()
     wrapper = _EnergyAndGradient(module.to(dtype).to(device).eval(), energy_output)
     example = tuple(t.to(device) for t in example_inputs(species, cutoff, dtype))
     # sizes of 0 and 1 (a rank without atoms, without ghosts) reasoned about as any other, not
@@ -274,6 +275,7 @@ def save_aoti_model(
                                                       None, None, {0: owned}))
     metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype,
                              spec=with_called_operators(spec, program))
+    COMPILE_SECONDS.append({"path": path, "phase": "trace and export", "seconds": time.monotonic() - start})
     with compile_progress(path, device):
         torch._inductor.aoti_compile_and_package(
             program, package_path=path,
@@ -284,10 +286,15 @@ def save_aoti_model(
     return metadata
 
 
+# what each package written by this process took, by phase ({"path", "phase", "seconds"}): the
+# trace of the forward and backward and its export, then AOTInductor's compile (bench/compile_time.py)
+COMPILE_SECONDS: List[Dict] = []
+
+
 @contextlib.contextmanager
 def compile_progress(path: str, device: str, every: float = 30.0):
     """Lines on stderr while AOTInductor compiles `path` (minutes on a CPU): when it starts, every
-    `every` seconds while it runs, and how long it took."""
+    `every` seconds while it runs, and how long it took (COMPILE_SECONDS)."""
     start = time.monotonic()
     done = threading.Event()
 
@@ -304,13 +311,20 @@ def compile_progress(path: str, device: str, every: float = 30.0):
     finally:
         done.set()
         reporter.join()
-    print(f"compiled {path} in {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+    seconds = time.monotonic() - start
+    COMPILE_SECONDS.append({"path": path, "phase": "compile", "seconds": seconds})
+    print(f"compiled {path} in {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
 # ---- what the framework exporters (mace_export, nequip_export, sevenn_export) share ------------------------
 
 # --format's choices, the file's format for each
 OUTPUT_FORMATS = {"aotinductor": AOTINDUCTOR, "torchscript": TORCHSCRIPT}
+# --cpu-isa's choices: the vector instruction set of the package's kernels (ATEN_CPU_CAPABILITY,
+# which the package records as AOTI_CPU_ISA and the pair style checks at load) and the -march
+# its C++ is compiled with, which must not exceed it (Inductor's default, native, may emit any
+# instruction of the exporting CPU, recorded or not)
+CPU_TARGETS = {"avx512": ("avx512", "x86-64-v4"), "avx2": ("avx2", "x86-64-v3"), "default": ("default", "x86-64")}
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, compiled: str = "") -> None:
@@ -322,13 +336,26 @@ def add_output_arguments(parser: argparse.ArgumentParser, compiled: str = "") ->
     parser.add_argument("--format", choices=tuple(OUTPUT_FORMATS), default=None,
                         help="the file's format (default: told by the name, aotinductor for a name "
                              f"ending in neither {AOTI_PACKAGE_SUFFIX} nor {TORCHSCRIPT_SUFFIX})")
+    parser.add_argument("--cpu-isa", choices=("native",) + tuple(CPU_TARGETS), default="native",
+                        help="the x86 CPUs a package's code runs on: native (this CPU and its like), avx512, "
+                             "avx2 (every x86-64 CPU since about 2015) or default (any x86-64 CPU, slowest)")
 
 
-def output_path(tool: str, output: str, output_format_name: Optional[str] = None) -> str:
+def target_cpu(isa: str) -> None:
+    """Compile the packages this process writes for the CPUs of `isa` (a --cpu-isa choice): the
+    vector instruction set of their kernels and the -march of their C++ (native: this CPU's)."""
+    if isa == "native":
+        return
+    capability, march = CPU_TARGETS[isa]
+    os.environ["ATEN_CPU_CAPABILITY"] = capability  # read by Inductor at each compile
+    torch._inductor.config.cpp.march = march
+
+
+def output_path(tool: str, output: str, output_format_name: Optional[str] = None, cpu_isa: str = "native") -> str:
     """The file an exporter's command line writes for -o `output` and --format: a name ending in
     .pt2 or .pt keeps it (a --format against it stops the tool), any other gets the format's
     suffix, an AOTInductor package's by default. For TorchScript, a note on stderr that PyTorch
-    deprecates it."""
+    deprecates it; for a package, the CPUs it is compiled for (target_cpu)."""
     wanted = OUTPUT_FORMATS.get(output_format_name) if output_format_name else None
     suffixes = {AOTINDUCTOR: AOTI_PACKAGE_SUFFIX, TORCHSCRIPT: TORCHSCRIPT_SUFFIX}
     try:
@@ -339,7 +366,12 @@ def output_path(tool: str, output: str, output_format_name: Optional[str] = None
     if named and wanted and named != wanted:
         raise SystemExit(f"{tool}: {output} ends in {suffixes[named]} ({named}) but --format is "
                          f"{output_format_name}: name it NAME{suffixes[wanted]}")
-    if output_format(output) == TORCHSCRIPT:
+    if output_format(output) == AOTINDUCTOR:
+        target_cpu(cpu_isa)
+    elif cpu_isa != "native":
+        raise SystemExit(f"{tool}: --cpu-isa is for an AOTInductor package; {output} is TorchScript, "
+                         "which LibTorch runs on any CPU")
+    else:
         print(f"{tool}: note: {output} is TorchScript, which PyTorch {torch.__version__.split('+')[0]} "
               f"deprecates; pair_style nvalchemi reads it, but an AOTInductor package "
               f"({AOTI_PACKAGE_SUFFIX}, the default) is the format PyTorch keeps and the faster one",
@@ -478,7 +510,7 @@ def main(argv=None):
     parser.add_argument("--spec", default=None,
                         help='the model\'s spec: JSON text or a .json file (default {"preset": "SPEC_LJ_HALO"})')
     args = parser.parse_args(argv)
-    output = output_path(parser.prog, args.output, args.format)
+    output = output_path(parser.prog, args.output, args.format, args.cpu_isa)
     spec = None
     if args.spec:
         spec = json.load(open(args.spec)) if args.spec.endswith(".json") else json.loads(args.spec)

@@ -221,7 +221,7 @@ def main(argv=None):
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
-    output = output_path(parser.prog, args.output, args.format)
+    output = output_path(parser.prog, args.output, args.format, args.cpu_isa)
     metadata = export(load_mace(args.model), output,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32,
                       head=args.head, halo=args.halo, device=args.device)

@@ -207,7 +207,7 @@ def main(argv=None):
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
-    output = output_path(parser.prog, args.output, args.format)
+    output = output_path(parser.prog, args.output, args.format, args.cpu_isa)
     _import_nequip()
     from nequip.model.saved_models.load_utils import load_saved_model
     from nequip.utils.global_state import set_global_state

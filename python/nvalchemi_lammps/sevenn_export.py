@@ -260,7 +260,7 @@ def main(argv: Optional[List[str]] = None):
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="what a .pt2 package is compiled for (pair_style ... device must match)")
     args = parser.parse_args(argv)
-    output = output_path(parser.prog, args.output, args.format)
+    output = output_path(parser.prog, args.output, args.format, args.cpu_isa)
     model = load(args.model, args.modal)
     metadata = export(model, output, halo=args.halo,
                       dtype=torch.float64 if args.dtype == "float64" else torch.float32, device=args.device)

@@ -101,8 +101,8 @@ namespace NVAlchemi {
         throw std::runtime_error(
             "the package was compiled for the CPU instruction set '" + meta["AOTI_CPU_ISA"] +
             "' and this CPU lacks " + missing +
-            ": export it again on this machine, or with ATEN_CPU_CAPABILITY=avx2 (or default) "
-            "set at export time for code that older CPUs run");
+            ": export it again on this machine, or with --cpu-isa avx2 (or default) for code "
+            "that older CPUs run");
     }
 
     // A package loaded for `device`: its metadata and its program.

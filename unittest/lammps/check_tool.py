@@ -6,8 +6,11 @@ refuses to write), a model that updates owned rows only and reads the ghost rows
 and a model without metadata fail, each naming the failing check; a model with its own forces
 gets its checks skipped, not passed. A halo mode gp model passes; the format is told by the
 file's contents (a TorchScript file named .pt2, an AOTInductor package named .pt). With
---export, the generic export command (nvalchemi-export) writes the SchNet reference model in
-both formats from its source, and both pass. The layerwise SchNet model updates owned rows only
+--export, the generic export command (nvalchemi-export) writes the SchNet reference model from
+its source as TorchScript (.pt, with a note that PyTorch deprecates it) and, for a name without
+a suffix, as a float32 AOTInductor package whose forces are checked against differences of its
+own energy, compiled for AVX2 CPUs (--cpu-isa avx2, recorded as the package's AOTI_CPU_ISA);
+both pass, and a --format that contradicts the name is refused. The layerwise SchNet model updates owned rows only
 (unittest/export/owned_rows_only.py).
 
     python check_tool.py --python PY --check nvalchemi_check.py --ready M.pt [M.pt2 ...]
@@ -207,16 +210,39 @@ def main():
         expect("energies that are not finite", [nan_model], 1, ["FAIL  contract", "not finite", "is NOT ready"])
         if args.export:
             schnet = os.path.join(os.path.dirname(__file__), "..", "..", "models", "schnet.py")
-            for name in ("schnet_cli.pt", "schnet_cli.pt2"):
-                path = os.path.join(workdir, name)
+            # a name without a suffix is a package (schnet_cli.pt2), here in float32 and for AVX2 CPUs,
+            # whose forces are checked against differences of its own energy; .pt is TorchScript,
+            # with a note
+            for name, written, options, fragments in (
+                    ("schnet_cli.pt", "schnet_cli.pt", [], ["PASS  forces    6 components vs central"]),
+                    ("schnet_cli", "schnet_cli.pt2", ["--dtype", "float32", "--cpu-isa", "avx2"],
+                     ["(AOTInductor)", "PASS  forces    6 components vs five-point differences"])):
                 proc = subprocess.run([args.python, args.export, f"{schnet}:SchNet", "--kwargs", '{"layerwise": true}',
-                                       "-o", path, "--cutoff", "2.5", "--species", "Ar", "--units", "lj", "--spec",
-                                       '{"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}'],
+                                       "-o", os.path.join(workdir, name), "--cutoff", "2.5", "--species", "Ar",
+                                       "--units", "lj", "--spec",
+                                       '{"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}'] + options,
                                       capture_output=True, text=True, timeout=600)
-                if proc.returncode != 0:
-                    failures.append(f"nvalchemi-export {name} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+                path = os.path.join(workdir, written)
+                if proc.returncode != 0 or not os.path.exists(path):
+                    failures.append(f"nvalchemi-export {name} failed or wrote no {written}:\n"
+                                    f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
                     continue
-                expect(f"exported by nvalchemi-export: {name}", [path], 0, ["PASS  split", "is ready"])
+                deprecated = "TorchScript, which PyTorch" in proc.stderr
+                if deprecated != written.endswith(".pt"):
+                    failures.append(f"nvalchemi-export {name}: the note on TorchScript's deprecation is "
+                                    f"{'there' if deprecated else 'missing'}:\n{proc.stderr[-2000:]}")
+                expect(f"exported by nvalchemi-export: {name}", [path], 0, fragments + ["PASS  split", "is ready"])
+                if "--cpu-isa" in options:
+                    isa = torch._inductor.aoti_load_package(path).get_metadata().get("AOTI_CPU_ISA")
+                    if isa != "AVX2":
+                        failures.append(f"nvalchemi-export {name} --cpu-isa avx2 recorded AOTI_CPU_ISA {isa}")
+            contradicted = subprocess.run([args.python, args.export, f"{schnet}:SchNet", "-o",
+                                           os.path.join(workdir, "named.pt2"), "--format", "torchscript", "--cutoff",
+                                           "2.5", "--species", "Ar", "--units", "lj"],
+                                          capture_output=True, text=True, timeout=600)
+            if contradicted.returncode == 0 or "but --format is torchscript: name it NAME.pt" not in contradicted.stderr:
+                failures.append(f"nvalchemi-export -o named.pt2 --format torchscript was not refused:\n"
+                                f"{contradicted.stderr[-2000:]}")
         not_a_model = os.path.join(workdir, "not_a_model.pt")
         with open(not_a_model, "w") as f:
             f.write("not a model\n")

@@ -313,7 +313,7 @@ def aoti_cases(aoti_model, workdir):
         other_cpu = retarget_aoti_package(aoti_model, os.path.join(workdir, "other_cpu.pt2"), AOTI_CPU_ISA=isa)
         found.append(("AOTInductor package compiled for another CPU", dict(ok, model=other_cpu),
                       rf"the package was compiled for the CPU instruction set '{isa}' and this CPU lacks {isa}: "
-                      r"export it again on this machine"))
+                      r"export it again on this machine, or with --cpu-isa avx2"))
     return found
 
 
