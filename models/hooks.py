@@ -1,4 +1,5 @@
-"""TorchScript hook modules for `fix nvalchemi/dd ... hook <file.pt> <scope> <N>`.
+"""Hook modules for `fix nvalchemi/dd ... hook <file> <scope> <N>`: TorchScript (-o NAME.pt), or
+an AOTInductor package compiled for this CPU (-o NAME.pt2, nvalchemi_lammps.export.save_hook).
 
 A hook module maps a Dict[str, Tensor] batch to a Dict[str, Tensor] (doc/fix_nvalchemi_dd.rst):
 inputs positions [n,3] (unwrapped), velocities [n,3], forces [n,3], atom_ids [n], atom_types [n],
@@ -65,7 +66,7 @@ def read_reference(path: str) -> torch.Tensor:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("kind", choices=["restraint", "umbrella"])
-    parser.add_argument("-o", "--output", required=True, help="path of the .pt file to write")
+    parser.add_argument("-o", "--output", required=True, help="the file to write: .pt (TorchScript) or .pt2")
     parser.add_argument("--k", type=float, required=True, help="spring constant (energy/distance^2)")
     parser.add_argument("--reference", help="restraint: dump with columns id xu yu zu")
     parser.add_argument("--target", type=float, nargs=3, help="umbrella: target centre x y z")
@@ -78,7 +79,11 @@ def main() -> None:
         if not args.target:
             parser.error("umbrella needs --target")
         module = CenterUmbrella(args.k, torch.tensor(args.target, dtype=torch.float64))
-    torch.jit.script(module.double().eval()).save(args.output)
+    if args.output.endswith(".pt2"):
+        from nvalchemi_lammps.export import save_hook
+        save_hook(module, args.output)
+    else:
+        torch.jit.script(module.double().eval()).save(args.output)
 
 
 if __name__ == "__main__":

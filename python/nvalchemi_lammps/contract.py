@@ -29,6 +29,12 @@ AOTI_PACKAGE_SUFFIX: str = TABLES["aoti_package_suffix"]
 TORCHSCRIPT_SUFFIX: str = TABLES["torchscript_suffix"]
 AOTI_PACKAGE_SIGNATURE: str = TABLES["aoti_package_signature"]
 AOTI_PACKAGE_MARKER: str = TABLES["aoti_package_marker"]
+# what fix nvalchemi/dd's hook is given and may return; a hook package's metadata entries naming
+# the inputs it takes and the outputs it returns, in order
+HOOK_INPUTS = tuple(TABLES["hook_inputs"])
+HOOK_OUTPUTS = tuple(TABLES["hook_outputs"])
+AOTI_HOOK_INPUTS: str = TABLES["aoti_hook_inputs"]
+AOTI_HOOK_OUTPUTS: str = TABLES["aoti_hook_outputs"]
 # the spec's own JSON layout, and the nvalchemi toolkit's MLIPSpec.to_dict() layout
 SPEC_VERSION: int = TABLES["spec_version"]
 TOOLKIT_SPEC_VERSION: int = TABLES["toolkit_spec_version"]

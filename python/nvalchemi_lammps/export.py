@@ -28,9 +28,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
+from nvalchemi_lammps import package_cache
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,  # noqa: F401
                                        CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE, TOOLKIT_SPEC_VERSION)  # (the export's API)
-from nvalchemi_lammps.contract import AOTI_PACKAGE_SUFFIX, TORCHSCRIPT, TORCHSCRIPT_SUFFIX
+from nvalchemi_lammps.contract import (AOTI_HOOK_INPUTS, AOTI_HOOK_OUTPUTS, AOTI_PACKAGE_SUFFIX, HOOK_INPUTS,
+                                       HOOK_OUTPUTS, TORCHSCRIPT, TORCHSCRIPT_SUFFIX)
 from nvalchemi_lammps.model_file import (AOTINDUCTOR, DEFAULT_ENERGY_KEY, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
 from nvalchemi_lammps.owned_rows import traced_owned_count
@@ -249,8 +251,9 @@ def save_aoti_model(
     per-atom energies (the only output a .pt2 model returns, with its gradient).
 
     The program is compiled for this machine's CPU (its instruction set is recorded and
-    checked when LAMMPS loads it; ATEN_CPU_CAPABILITY=avx2 at export time targets older CPUs),
-    or with device="cuda" for this machine's kind of GPU, run with `pair_style ... device cuda`.
+    checked when LAMMPS loads it; target_cpu("avx2") first targets older CPUs), or with
+    device="cuda" for this machine's kind of GPU, run with `pair_style ... device cuda`. A
+    program compiled before is copied from the package cache (nvalchemi_lammps.package_cache).
     """
     from torch.export import Dim
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -276,14 +279,78 @@ def save_aoti_model(
     metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype,
                              spec=with_called_operators(spec, program))
     COMPILE_SECONDS.append({"path": path, "phase": "trace and export", "seconds": time.monotonic() - start})
-    with compile_progress(path, device):
-        torch._inductor.aoti_compile_and_package(
-            program, package_path=path,
-            inductor_configs={"aot_inductor.metadata": {METADATA_FILE: json.dumps(metadata, sort_keys=True),
-                                                        AOTI_ENERGY_OUTPUT: energy_output,
-                                                        AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE}})
+    compile_package(program, path, {METADATA_FILE: json.dumps(metadata, sort_keys=True),
+                                     AOTI_ENERGY_OUTPUT: energy_output, AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE},
+                    device)
     require_ranks_in_step(path, metadata)
     return metadata
+
+
+def compile_package(program, path: str, recorded: Dict[str, str], device: str) -> None:
+    """AOTInductor's package of the exported `program` at `path`, recording the metadata entries
+    `recorded`; copied from the package cache where the same program was compiled before."""
+    key = package_cache.package_key(program, recorded, device)
+    if not package_cache.reuse(key, path):
+        with compile_progress(path, device):
+            torch._inductor.aoti_compile_and_package(program, package_path=path,
+                                                     inductor_configs={"aot_inductor.metadata": recorded})
+        package_cache.keep(key, path)
+
+
+class _PositionalHook(torch.nn.Module):
+    """A fix nvalchemi/dd hook module (Dict[str, Tensor] -> Dict[str, Tensor]) as a package
+    runs it: the inputs `inputs` positionally, the outputs `outputs` as a tuple, in order."""
+
+    def __init__(self, hook: torch.nn.Module, inputs: Sequence[str], outputs: Sequence[str]):
+        super().__init__()
+        self.hook, self.inputs, self.outputs = hook, tuple(inputs), tuple(outputs)
+
+    def forward(self, *values):
+        returned = self.hook(dict(zip(self.inputs, values)))
+        return tuple(returned[name] for name in self.outputs)
+
+
+def example_hook_batch(atoms: int = 2, atomic_numbers: bool = False) -> Dict[str, torch.Tensor]:
+    """A made-up batch of `atoms` atoms of fix nvalchemi/dd's hook inputs (doc/fix_nvalchemi_dd.rst)."""
+    g = torch.Generator().manual_seed(1)
+    batch = {"positions": 4.0 * torch.rand(atoms, 3, generator=g, dtype=torch.float64),
+             "velocities": torch.rand(atoms, 3, generator=g, dtype=torch.float64),
+             "forces": torch.rand(atoms, 3, generator=g, dtype=torch.float64),
+             "atom_ids": torch.arange(1, atoms + 1), "atom_types": torch.ones(atoms, dtype=torch.int64),
+             "atomic_numbers": torch.full((atoms,), 18, dtype=torch.int64),
+             "cell": 4.0 * torch.eye(3, dtype=torch.float64).view(1, 3, 3),
+             "pbc": torch.ones(1, 3, dtype=torch.bool)}
+    if not atomic_numbers:
+        del batch["atomic_numbers"]
+    assert set(batch) <= set(HOOK_INPUTS)
+    return batch
+
+
+def save_hook(hook: torch.nn.Module, path: str, *, atomic_numbers: bool = False, device: str = "cpu") -> Dict:
+    """Compile a fix nvalchemi/dd hook module into the AOTInductor package `path` (.pt2), for
+    `device`; returns what the package records (its inputs and outputs). The module takes and
+    returns what a TorchScript hook does (Dict[str, Tensor], float64); atomic_numbers: whether
+    it reads the batch's atomic numbers, which the fix gives only under a pair_style nvalchemi
+    that names the species. The outputs it returns (of forces, energy, virial) are found by
+    calling it on a made-up batch, and the package returns those, in that order."""
+    from torch.export import Dim
+
+    hook = hook.to(torch.float64).eval()
+    batch = {name: value.to(device) for name, value in example_hook_batch(atomic_numbers=atomic_numbers).items()}
+    inputs = [name for name in HOOK_INPUTS if name in batch]
+    outputs = [name for name in HOOK_OUTPUTS if name in hook(batch)]
+    if not outputs:
+        raise ValueError(f"the hook returned none of {', '.join(HOOK_OUTPUTS)}")
+    atoms = Dim("atoms", min=0)
+    per_atom = {"positions", "velocities", "forces", "atom_ids", "atom_types", "atomic_numbers"}
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        program = torch.export.export(_PositionalHook(hook, inputs, outputs), tuple(batch[name] for name in inputs),
+                                      strict=False,
+                                      dynamic_shapes={"values": tuple({0: atoms} if name in per_atom else None
+                                                                      for name in inputs)})
+    recorded = {AOTI_HOOK_INPUTS: " ".join(inputs), AOTI_HOOK_OUTPUTS: " ".join(outputs)}
+    compile_package(program, path, recorded, device)
+    return recorded
 
 
 # what each package written by this process took, by phase ({"path", "phase", "seconds"}): the

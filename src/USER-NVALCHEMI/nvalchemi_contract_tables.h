@@ -15,6 +15,10 @@
      check       "positive" (a number > 0), "contract_version" (this table's), "unit_style" (a
                  name of unit_styles, checked where units are converted), or a list of the values
                  allowed
+   hook_inputs, hook_outputs: the names of what fix nvalchemi/dd's hook is given and may return
+   (doc/fix_nvalchemi_dd.rst); a hook compiled as an AOTInductor package takes the inputs it
+   records in aoti_hook_inputs positionally, in this order, and returns the outputs it records
+   in aoti_hook_outputs, in this order (both space-separated names).
    spec_version: the spec's own JSON layout (MLIPSpec::to_json); toolkit_spec_version: the
    nvalchemi toolkit's MLIPSpec.to_dict() layout, which the spec readers also take.
    exchange_ops: the schemas of the torch.ops.nvalchemi operators, each "name(arguments) ->
@@ -78,6 +82,11 @@ namespace NVAlchemi {
   "torchscript_suffix": ".pt",
   "aoti_package_signature": "PK",
   "aoti_package_marker": "/data/aotinductor/",
+  "hook_inputs": ["positions", "velocities", "forces", "atom_ids", "atom_types", "atomic_numbers",
+                  "cell", "pbc"],
+  "hook_outputs": ["forces", "energy", "virial"],
+  "aoti_hook_inputs": "nvalchemi_hook_inputs",
+  "aoti_hook_outputs": "nvalchemi_hook_outputs",
   "spec_version": 1,
   "toolkit_spec_version": 2,
   "exchange_ops": [
@@ -169,6 +178,9 @@ namespace NVAlchemi {
   static constexpr std::string_view AOTI_PACKAGE_SIGNATURE =
       contract_name("aoti_package_signature");
   static constexpr std::string_view AOTI_PACKAGE_MARKER = contract_name("aoti_package_marker");
+  // a hook package's metadata: the hook inputs it takes and the outputs it returns, in order
+  static constexpr std::string_view AOTI_HOOK_INPUTS = contract_name("aoti_hook_inputs");
+  static constexpr std::string_view AOTI_HOOK_OUTPUTS = contract_name("aoti_hook_outputs");
   // the spec's own JSON layout and the toolkit's MLIPSpec.to_dict() layout
   static constexpr int SPEC_VERSION = contract_integer("spec_version");
   static constexpr int TOOLKIT_SPEC_VERSION = contract_integer("toolkit_spec_version");
@@ -188,7 +200,8 @@ namespace NVAlchemi {
   static_assert(CONTRACT_VERSION > 0 && !METADATA_FILE.empty() && !AOTI_ENERGY_OUTPUT.empty() &&
                     !AOTI_OWNED_ROWS.empty() && !AOTI_OWNED_ROWS_AS_SIZE.empty() &&
                     !AOTI_PACKAGE_SIGNATURE.empty() && !AOTI_PACKAGE_MARKER.empty() &&
-                    !AOTI_FORMAT.empty() && !TORCHSCRIPT_FORMAT.empty() && SPEC_VERSION > 0 &&
+                    !AOTI_FORMAT.empty() && !TORCHSCRIPT_FORMAT.empty() &&
+                    !AOTI_HOOK_INPUTS.empty() && !AOTI_HOOK_OUTPUTS.empty() && SPEC_VERSION > 0 &&
                     TOOLKIT_SPEC_VERSION > 0,
                 "nvalchemi_contract_tables.h: a name the C++ core reads is missing from the table");
 

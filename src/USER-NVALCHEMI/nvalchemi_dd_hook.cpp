@@ -32,8 +32,7 @@ namespace NVAlchemi {
     try {
       module = std::make_unique<HookModule>(archive);
     } catch (std::exception &e) {
-      error->all(FLERR, "Cannot load fix nvalchemi/dd hook {} as a TorchScript module: {}", file,
-                 e.what());
+      error->all(FLERR, "Cannot load fix nvalchemi/dd hook {} {}", file, e.what());
     }
   }
 

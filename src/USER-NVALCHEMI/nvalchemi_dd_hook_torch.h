@@ -39,7 +39,9 @@ namespace NVAlchemi {
     double virial[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};    // row-major [3,3]
   };
 
-  // A user TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor], in float64.
+  // A user TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor], in float64; or
+  // an AOTInductor package of one (nvalchemi_lammps.export.save_hook), which takes the hook
+  // inputs it records positionally and returns the outputs it records.
   class HookModule {
    public:
     // Throws std::runtime_error with LibTorch's message if the archive cannot be loaded.

@@ -105,24 +105,22 @@ namespace NVAlchemi {
             "that older CPUs run");
     }
 
-    // A package loaded for `device`: its metadata and its program.
-    struct Package {
-      std::unordered_map<std::string, std::string> meta;
-      std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
-    };
-    Package load_package(const std::string &bytes, const Device &device)
-    {
-      Package package;
-      TemporaryPackage file(bytes);
-      package.meta =
-          torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(file.path, "model");
-      check_target(package.meta, device);
-      package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-          file.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
-          static_cast<c10::DeviceIndex>(device.loader_index()));
-      return package;
-    }
+  }    // namespace
 
+  AotiPackage load_aoti_package(const std::string &bytes, const Device &device)
+  {
+    AotiPackage package;
+    TemporaryPackage file(bytes);
+    package.meta =
+        torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(file.path, "model");
+    check_target(package.meta, device);
+    package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+        file.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+        static_cast<c10::DeviceIndex>(device.loader_index()));
+    return package;
+  }
+
+  namespace {
     // What the runners of compiled programs share: the program, where its tensors live, and
     // the settings that do not apply to a compiled program.
     class CompiledRunner : public ModelRunner {
@@ -163,7 +161,7 @@ namespace NVAlchemi {
     // A package of the package's exporter: the model contract's program.
     class ContractProgram : public CompiledRunner {
      public:
-      ContractProgram(Package &&package, const Device &device) :
+      ContractProgram(AotiPackage &&package, const Device &device) :
           CompiledRunner(std::move(package.loader), device),
           metadata(package.meta[std::string(METADATA_FILE)]),
           energy_output(package.meta[std::string(AOTI_ENERGY_OUTPUT)]),
@@ -246,7 +244,7 @@ namespace NVAlchemi {
     // is the owned atoms' (a ghost, centre of no edge, has only its constant shift).
     class NequipAllegroProgram : public CompiledRunner {
      public:
-      NequipAllegroProgram(Package &&package, const Device &device) :
+      NequipAllegroProgram(AotiPackage &&package, const Device &device) :
           CompiledRunner(std::move(package.loader), device)
       {
         auto &meta = package.meta;
@@ -368,7 +366,7 @@ namespace NVAlchemi {
   {
     std::unique_ptr<ModelRunner> runner;
     rethrow_torch_errors([&] {
-      Package package = load_package(package_bytes, device);
+      AotiPackage package = load_aoti_package(package_bytes, device);
       if (package.meta[std::string(METADATA_FILE)].empty() &&
           NequipAllegroProgram::recognises(package.meta))
         runner = std::make_unique<NequipAllegroProgram>(std::move(package), device);

@@ -14,11 +14,14 @@
 #include "nvalchemi_rank_graph_build.h"
 #include "nvalchemi_step_device.h"
 
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/script.h>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace LAMMPS_NS {
@@ -26,6 +29,15 @@ namespace NVAlchemi {
 
   // LibTorch's name for a device of the package.
   torch::Device torch_device(const Device &device);
+
+  // An AOTInductor package loaded for `device`: its metadata and its program. Throws
+  // std::runtime_error where the package was compiled for another device, machine type or CPU
+  // instruction set (the model runners and fix nvalchemi/dd's hook load packages through it).
+  struct AotiPackage {
+    std::unordered_map<std::string, std::string> meta;
+    std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  };
+  AotiPackage load_aoti_package(const std::string &bytes, const Device &device);
 
   // Where the tensors the package hands a model (or a hook) live and in what precision: every
   // such tensor is made here, and every output comes back to the host through here. On the CPU

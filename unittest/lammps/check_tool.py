@@ -10,7 +10,8 @@ file's contents (a TorchScript file named .pt2, an AOTInductor package named .pt
 its source as TorchScript (.pt, with a note that PyTorch deprecates it) and, for a name without
 a suffix, as a float32 AOTInductor package whose forces are checked against differences of its
 own energy, compiled for AVX2 CPUs (--cpu-isa avx2, recorded as the package's AOTI_CPU_ISA);
-both pass, and a --format that contradicts the name is refused. The layerwise SchNet model updates owned rows only
+exported again, the package is copied from the package cache; all pass, and a --format that
+contradicts the name is refused. The layerwise SchNet model updates owned rows only
 (unittest/export/owned_rows_only.py).
 
     python check_tool.py --python PY --check nvalchemi_check.py --ready M.pt [M.pt2 ...]
@@ -213,15 +214,19 @@ def main():
             # a name without a suffix is a package (schnet_cli.pt2), here in float32 and for AVX2 CPUs,
             # whose forces are checked against differences of its own energy; .pt is TorchScript,
             # with a note
+            # the second package is the first's program: the package cache copies it
+            package_cache = dict(os.environ, NVALCHEMI_PACKAGE_CACHE=os.path.join(workdir, "package_cache"))
             for name, written, options, fragments in (
                     ("schnet_cli.pt", "schnet_cli.pt", [], ["PASS  forces    6 components vs central"]),
                     ("schnet_cli", "schnet_cli.pt2", ["--dtype", "float32", "--cpu-isa", "avx2"],
+                     ["(AOTInductor)", "PASS  forces    6 components vs five-point differences"]),
+                    ("schnet_again.pt2", "schnet_again.pt2", ["--dtype", "float32", "--cpu-isa", "avx2"],
                      ["(AOTInductor)", "PASS  forces    6 components vs five-point differences"])):
                 proc = subprocess.run([args.python, args.export, f"{schnet}:SchNet", "--kwargs", '{"layerwise": true}',
                                        "-o", os.path.join(workdir, name), "--cutoff", "2.5", "--species", "Ar",
                                        "--units", "lj", "--spec",
                                        '{"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}'] + options,
-                                      capture_output=True, text=True, timeout=600)
+                                      capture_output=True, text=True, timeout=600, env=package_cache)
                 path = os.path.join(workdir, written)
                 if proc.returncode != 0 or not os.path.exists(path):
                     failures.append(f"nvalchemi-export {name} failed or wrote no {written}:\n"
@@ -232,6 +237,10 @@ def main():
                     failures.append(f"nvalchemi-export {name}: the note on TorchScript's deprecation is "
                                     f"{'there' if deprecated else 'missing'}:\n{proc.stderr[-2000:]}")
                 expect(f"exported by nvalchemi-export: {name}", [path], 0, fragments + ["PASS  split", "is ready"])
+                reused = "reused the package compiled before" in proc.stderr
+                if reused != (name == "schnet_again.pt2"):
+                    failures.append(f"nvalchemi-export {name}: the package cache {'was' if reused else 'was not'} "
+                                    f"used:\n{proc.stderr[-2000:]}")
                 if "--cpu-isa" in options:
                     isa = torch._inductor.aoti_load_package(path).get_metadata().get("AOTI_CPU_ISA")
                     if isa != "AVX2":

@@ -12,7 +12,8 @@
     --case hook       harmonic restraint hook vs fix spring/self, centre umbrella vs fix
                       spring tether, for each scope, on 1 and --np ranks; the hook's virial
                       vs the value recomputed from the dump; the restraint at stage
-                      before_compute; observers at stages after_step and before_step see
+                      before_compute, and compiled as an AOTInductor package (.pt2); observers
+                      at stages after_step and before_step see
                       the velocities of the dump of that step / of the step before; minimize with the restraint hook
                       reaches the energies of minimize with fix spring/self
     --case snapshot   extended XYZ read back by ASE: every atom once, sorted, 1 = --np ranks
@@ -327,6 +328,17 @@ def case_hook(args, workdir, fail):
     worst = worse(*(worse(relative_difference(frames[s][:, 1:7], ref_frames[s][:, 1:7]),
                           abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps)))
     fail.expect(worst <= args.tol, f"restraint at stage before_compute, np{args.np}: equals fix spring/self: {worst:.1e}")
+
+    # the restraint compiled as an AOTInductor package (models/hooks.py -o NAME.pt2): the same
+    package = os.path.join(workdir, "restraint.pt2")
+    subprocess.run([sys.executable, HOOKS, "restraint", "--reference", os.path.join(workdir, "hook_x0", "x0.dump"),
+                    "--k", str(k), "-o", package], check=True)
+    thermo, frames = run(f"hook_restraint_package_np{args.np}", args.np,
+                         f"fix dd all nvalchemi/dd hook {package} local 1\nfix_modify dd energy yes\n")
+    worst = worse(*(worse(relative_difference(frames[s][:, 1:7], ref_frames[s][:, 1:7]),
+                          abs(thermo[s][0] - ref_thermo[s][0]) / abs(ref_thermo[s][0])) for s in (0, steps)))
+    fail.expect(worst <= args.tol, f"restraint as an AOTInductor package, np{args.np}: equals fix spring/self: "
+                                   f"{worst:.1e}")
 
     # observers: after the step they see the state the dump of that step writes; before the step
     # (defined before the integrator) the state of the previous step's dump. Under pair_style
