@@ -20,6 +20,7 @@ import copy
 import importlib.util
 import json
 import os
+import platform
 import sys
 import threading
 import time
@@ -108,8 +109,9 @@ def save_model(
     ({"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": 3}) or a full spec with a
     "version" key (doc/Howto_nvalchemi_spec.rst); {"preset": "SPEC_LJ_HALO"} if omitted.
     """
+    written = output_format(path)  # a name of neither format stops here, before any work
     require_finite_example(module.to(dtype).eval(), path, species, cutoff, dtype, spec)
-    if output_format(path) == AOTINDUCTOR:
+    if written == AOTINDUCTOR:
         return save_aoti_model(module, path, cutoff=cutoff, species=species, units=units,
                                dtype=dtype, spec=spec, device=device)
     scripted = torch.jit.script(module.to(dtype).eval())
@@ -391,7 +393,9 @@ OUTPUT_FORMATS = {"aotinductor": AOTINDUCTOR, "torchscript": TORCHSCRIPT}
 # which the package records as AOTI_CPU_ISA and the pair style checks at load) and the -march
 # its C++ is compiled with, which must not exceed it (Inductor's default, native, may emit any
 # instruction of the exporting CPU, recorded or not)
-CPU_TARGETS = {"avx512": ("avx512", "x86-64-v4"), "avx2": ("avx2", "x86-64-v3"), "default": ("default", "x86-64")}
+# (no avx512: Inductor then prefers the AVX512 variants this CPU has, VNNI or AMX, which plain
+# AVX-512 CPUs refuse)
+CPU_TARGETS = {"avx2": ("avx2", "x86-64-v3"), "default": ("default", "x86-64")}
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, compiled: str = "") -> None:
@@ -404,7 +408,7 @@ def add_output_arguments(parser: argparse.ArgumentParser, compiled: str = "") ->
                         help="the file's format (default: told by the name, aotinductor for a name "
                              f"ending in neither {AOTI_PACKAGE_SUFFIX} nor {TORCHSCRIPT_SUFFIX})")
     parser.add_argument("--cpu-isa", choices=("native",) + tuple(CPU_TARGETS), default="native",
-                        help="the x86 CPUs a package's code runs on: native (this CPU and its like), avx512, "
+                        help="the CPUs a package's code runs on: native (this CPU and its like), or on x86-64 "
                              "avx2 (every x86-64 CPU since about 2015) or default (any x86-64 CPU, slowest)")
 
 
@@ -413,6 +417,8 @@ def target_cpu(isa: str) -> None:
     vector instruction set of their kernels and the -march of their C++ (native: this CPU's)."""
     if isa == "native":
         return
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise ValueError(f"--cpu-isa {isa} targets x86-64 CPUs and this is {platform.machine()}: leave it native")
     capability, march = CPU_TARGETS[isa]
     os.environ["ATEN_CPU_CAPABILITY"] = capability  # read by Inductor at each compile
     torch._inductor.config.cpp.march = march
@@ -434,7 +440,10 @@ def output_path(tool: str, output: str, output_format_name: Optional[str] = None
         raise SystemExit(f"{tool}: {output} ends in {suffixes[named]} ({named}) but --format is "
                          f"{output_format_name}: name it NAME{suffixes[wanted]}")
     if output_format(output) == AOTINDUCTOR:
-        target_cpu(cpu_isa)
+        try:
+            target_cpu(cpu_isa)
+        except ValueError as exc:
+            raise SystemExit(f"{tool}: {exc}") from exc
     elif cpu_isa != "native":
         raise SystemExit(f"{tool}: --cpu-isa is for an AOTInductor package; {output} is TorchScript, "
                          "which LibTorch runs on any CPU")

@@ -38,6 +38,14 @@ namespace NVAlchemi {
     }
   }    // namespace
 
+  // call() fills the batch in the table's order, by position
+  static_assert(contract_list_item("hook_inputs", 0) == "positions" &&
+                    contract_list_item("hook_inputs", 5) == "atomic_numbers" &&
+                    contract_list_item("hook_inputs", 7) == "pbc" &&
+                    contract_list_item("hook_outputs", 0) == "forces" &&
+                    contract_list_item("hook_outputs", 2) == "virial",
+                "nvalchemi_contract_tables.h: hook_inputs or hook_outputs reordered");
+
   struct HookModule::Impl {
     torch::jit::Module module;    // a TorchScript hook
     std::string package_bytes;    // an AOTInductor hook: loaded for its device by place_on
@@ -53,9 +61,8 @@ namespace NVAlchemi {
     try {
       check_archive(archive);
       register_exchange_ops();
-      if (package) {
+      if (package) {    // loaded by place_on, for the device it was compiled for
         impl->package_bytes = archive;
-        place_on(Device());
         return;
       }
       rethrow_torch_errors([&] {
@@ -81,12 +88,17 @@ namespace NVAlchemi {
         return;
       }
       if (impl->package.loader && impl->package_device == device.str()) return;
-      impl->package = load_aoti_package(impl->package_bytes, device);
+      try {
+        impl->package = load_aoti_package(impl->package_bytes, device);
+      } catch (const std::exception &e) {
+        throw std::runtime_error(std::string("as an AOTInductor package: ") + e.what());
+      }
       impl->package_device = device.str();
       impl->package_inputs = words(impl->package.meta[std::string(AOTI_HOOK_INPUTS)]);
       impl->package_outputs = words(impl->package.meta[std::string(AOTI_HOOK_OUTPUTS)]);
       if (impl->package_inputs.empty())
-        throw std::runtime_error("it records no " + std::string(AOTI_HOOK_INPUTS) +
+        throw std::runtime_error("the AOTInductor package records no " +
+                                 std::string(AOTI_HOOK_INPUTS) +
                                  ", so it is not a hook (a model file?); write a hook package with "
                                  "nvalchemi_lammps.export.save_hook");
     });
@@ -101,19 +113,21 @@ namespace NVAlchemi {
       const auto input = [&](const auto &values, c10::IntArrayRef shape, torch::Dtype type) {
         return placement.input(slot++, values.data(), shape, type, false);
       };
-      // the batch by hook input name (hook_inputs of the contract's table)
+      // the batch by hook input name, in the order of hook_inputs of the contract's table
       const std::vector<std::string> names = contract_names("hook_inputs");
-      std::map<std::string, torch::Tensor> given;
-      given[names[0]] = input(batch.positions, {n, 3}, torch::kFloat64);
-      given[names[1]] = input(batch.velocities, {n, 3}, torch::kFloat64);
-      given[names[2]] = input(batch.forces, {n, 3}, torch::kFloat64);
-      given[names[3]] = input(batch.atom_ids, {n}, torch::kInt64);
-      given[names[4]] = input(batch.atom_types, {n}, torch::kInt64);
+      std::vector<std::pair<std::string, torch::Tensor>> given;
+      given.emplace_back(names[0], input(batch.positions, {n, 3}, torch::kFloat64));
+      given.emplace_back(names[1], input(batch.velocities, {n, 3}, torch::kFloat64));
+      given.emplace_back(names[2], input(batch.forces, {n, 3}, torch::kFloat64));
+      given.emplace_back(names[3], input(batch.atom_ids, {n}, torch::kInt64));
+      given.emplace_back(names[4], input(batch.atom_types, {n}, torch::kInt64));
       if (!batch.atomic_numbers.empty())
-        given[names[5]] = input(batch.atomic_numbers, {n}, torch::kInt64);
-      given[names[6]] = placement.small(cell_tensor(batch.cell, torch::kFloat64));
-      given[names[7]] = placement.small(pbc_tensor(batch.cell));
+        given.emplace_back(names[5], input(batch.atomic_numbers, {n}, torch::kInt64));
+      given.emplace_back(names[6], placement.small(cell_tensor(batch.cell, torch::kFloat64)));
+      given.emplace_back(names[7], placement.small(pbc_tensor(batch.cell)));
 
+      // what it returned of the hook outputs (forces, energy, virial)
+      const std::vector<std::string> kinds = contract_names("hook_outputs");
       std::map<std::string, torch::Tensor> returned;
       if (impl->package_bytes.empty()) {
         c10::Dict<std::string, torch::Tensor> inputs;
@@ -121,18 +135,23 @@ namespace NVAlchemi {
         const c10::IValue value = impl->module.forward({inputs});
         if (!value.isGenericDict())
           throw std::runtime_error("the hook's forward() must return a Dict[str, Tensor]");
-        for (const auto &entry : value.toGenericDict())
-          returned[entry.key().toStringRef()] = entry.value().toTensor();
+        const auto dict = value.toGenericDict();
+        for (const std::string &key : kinds)
+          if (dict.contains(key)) returned[key] = dict.at(key).toTensor();
       } else {
+        if (!impl->package.loader) place_on(Device());    // never placed: the CPU
         std::vector<torch::Tensor> inputs;
         for (const std::string &name : impl->package_inputs) {
-          if (!given.count(name))
+          const auto found = std::find_if(given.begin(), given.end(), [&](const auto &entry) {
+            return entry.first == name;
+          });
+          if (found == given.end())
             throw std::runtime_error("the hook package takes '" + name +
                                      "', which this run does not give" +
                                      (name == names[5] ? " (no pair_style nvalchemi names the "
                                                          "species)"
                                                        : ""));
-          inputs.push_back(given.at(name));
+          inputs.push_back(found->second);
         }
         const std::vector<torch::Tensor> outputs = impl->package.loader->run(inputs);
         if (outputs.size() != impl->package_outputs.size())
@@ -142,8 +161,7 @@ namespace NVAlchemi {
         for (size_t k = 0; k < outputs.size(); ++k) returned[impl->package_outputs[k]] = outputs[k];
       }
 
-      // what it returned of the hook outputs (forces, energy, virial), back to the host together
-      const std::vector<std::string> kinds = contract_names("hook_outputs");
+      // back to the host together
       std::vector<std::string> keys;
       std::vector<torch::Tensor> tensors;
       for (const std::string &key : kinds)
