@@ -338,17 +338,19 @@ def save_hook(hook: torch.nn.Module, path: str, *, atomic_numbers: bool = False,
     from torch.export import Dim
 
     hook = hook.to(torch.float64).eval()
-    batch = {name: value.to(device) for name, value in example_hook_batch(atomic_numbers=atomic_numbers).items()}
+    atoms = 2
+    batch = {name: value.to(device)
+             for name, value in example_hook_batch(atoms, atomic_numbers=atomic_numbers).items()}
     inputs = [name for name in HOOK_INPUTS if name in batch]
     outputs = [name for name in HOOK_OUTPUTS if name in hook(batch)]
     if not outputs:
         raise ValueError(f"the hook returned none of {', '.join(HOOK_OUTPUTS)}")
-    atoms = Dim("atoms", min=0)
-    per_atom = {"positions", "velocities", "forces", "atom_ids", "atom_types", "atomic_numbers"}
+    # the per-atom inputs (a row per atom; cell and pbc have one) take any atom count, from 0
+    rows = Dim("atoms", min=0)
     with torch.fx.experimental._config.patch(backed_size_oblivious=True):
         program = torch.export.export(_PositionalHook(hook, inputs, outputs), tuple(batch[name] for name in inputs),
                                       strict=False,
-                                      dynamic_shapes={"values": tuple({0: atoms} if name in per_atom else None
+                                      dynamic_shapes={"values": tuple({0: rows} if batch[name].shape[0] == atoms else None
                                                                       for name in inputs)})
     recorded = {AOTI_HOOK_INPUTS: " ".join(inputs), AOTI_HOOK_OUTPUTS: " ".join(outputs)}
     compile_package(program, path, recorded, device)

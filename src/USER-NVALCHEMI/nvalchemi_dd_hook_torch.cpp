@@ -114,7 +114,7 @@ namespace NVAlchemi {
         return placement.input(slot++, values.data(), shape, type, false);
       };
       // the batch by hook input name, in the order of hook_inputs of the contract's table
-      const std::vector<std::string> names = contract_names("hook_inputs");
+      static const std::vector<std::string> names = contract_names("hook_inputs");
       std::vector<std::pair<std::string, torch::Tensor>> given;
       given.emplace_back(names[0], input(batch.positions, {n, 3}, torch::kFloat64));
       given.emplace_back(names[1], input(batch.velocities, {n, 3}, torch::kFloat64));
@@ -127,7 +127,7 @@ namespace NVAlchemi {
       given.emplace_back(names[7], placement.small(pbc_tensor(batch.cell)));
 
       // what it returned of the hook outputs (forces, energy, virial)
-      const std::vector<std::string> kinds = contract_names("hook_outputs");
+      static const std::vector<std::string> kinds = contract_names("hook_outputs");
       std::map<std::string, torch::Tensor> returned;
       if (impl->package_bytes.empty()) {
         c10::Dict<std::string, torch::Tensor> inputs;
