@@ -38,6 +38,7 @@ import torch
 
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.owned_rows import owned_count
 from nvalchemi_lammps.replicated_forces import forces_and_virial, requiring_grad
 
 # NaCl in metal units: the parameters the oracle (tests, examples/ewald) gives LAMMPS
@@ -146,7 +147,7 @@ class Ewald(PointCharges):
         k = k_all[inside]
         kk = kk_all[inside]
         # the owned rows only: ghost rows would repeat other ranks' (or periodic images') terms
-        owned = int(inputs["n_owned"])
+        owned = owned_count(inputs["n_owned"], q.shape[0])
         q_owned = q[:owned].unsqueeze(1)
         phase = positions[:owned] @ k.transpose(0, 1)  # [owned, K]
         cos, sin = torch.cos(phase), torch.sin(phase)

@@ -4,7 +4,8 @@ LAMMPS' `pair_style lj/cut` (one epsilon, sigma and cutoff for every species).
     python models/lennard_jones.py -o potentials/lj_ar.pt   # the committed reference model
 
 With --model-forces the model also returns its own forces, virial and per-atom virials
-(computed analytically) and its energy, so that all three force strategies can run it. With
+(computed analytically) and its energy, so that all three force strategies can run it; its spec
+says force strategy model (the keyword 'forces' picks another for a TorchScript file). With
 --fused the pair energies come from the fused kernel torch.ops.nvalchemi_kernels.lj_edge_energy
 (kernels/nvalchemi_kernels.cpp; LAMMPS loads it with `library nvalchemi_kernels.so`).
 """
@@ -16,6 +17,7 @@ import torch
 
 import nvalchemi_kernels  # noqa: F401  (torch.ops.nvalchemi_kernels for scripting)
 from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.owned_rows import owned_count
 
 
 def pair_terms(edge_vectors: torch.Tensor, epsilon: float, sigma: float, offset: float):
@@ -62,7 +64,7 @@ class LennardJones(torch.nn.Module):
             atomic_virials = torch.zeros(num_atoms, 3, 3, dtype=edge_vectors.dtype, device=edge_vectors.device)
             atomic_virials = atomic_virials.index_add(0, receivers, 0.5 * edge_virials)
             atomic_virials = atomic_virials.index_add(0, senders, 0.5 * edge_virials)
-            n_owned = int(inputs["n_owned"])
+            n_owned = owned_count(inputs["n_owned"], num_atoms)
             outputs["energy"] = atomic_energies[:n_owned].sum().view(1, 1)
             outputs["forces"] = forces
             outputs["virial"] = edge_virials.sum(dim=0).view(1, 3, 3)
@@ -120,8 +122,8 @@ def main() -> None:
     model = (FusedLennardJones(args.epsilon, args.sigma, args.cutoff, args.shift) if args.fused
              else LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift, args.model_forces))
     spec = {"preset": "SPEC_LJ_HALO"}
-    if args.model_forces:
-        spec["outputs"] = MODEL_FORCES_OUTPUTS
+    if args.model_forces:  # forces from the model's own output (other strategies: a keyword)
+        spec.update(outputs=MODEL_FORCES_OUTPUTS, compile={"force_strategy": "model"})
     save_model(
         model,
         args.output,

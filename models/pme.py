@@ -26,6 +26,7 @@ import torch
 import nvalchemi_lammps.ops  # noqa: F401  (registers torch.ops.nvalchemi for scripting)
 from ewald import CHARGES, CUTOFF, SPEC, SPECIES, PointCharges
 from nvalchemi_lammps.export import save_model
+from nvalchemi_lammps.owned_rows import owned_count
 from nvalchemi_lammps.replicated_forces import requiring_grad
 
 MESH = 24    # kspace_modify mesh 24 24 24
@@ -70,7 +71,7 @@ class PME(PointCharges):
         dtype = positions.dtype
         device = positions.device
         k_mesh = self.mesh
-        owned = int(inputs["n_owned"])
+        owned = owned_count(inputs["n_owned"], q.shape[0])
 
         # spread the owned atoms' charges: point k = floor(u) - j carries M_4(w + j)
         inverse = torch.linalg.inv(cell[0])

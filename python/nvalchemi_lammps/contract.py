@@ -20,6 +20,12 @@ AOTI_ENERGY_OUTPUT: str = TABLES["aoti_energy_output"]
 # for the contract's scalar (packages written before)
 AOTI_OWNED_ROWS: str = TABLES["aoti_owned_rows"]
 AOTI_OWNED_ROWS_AS_SIZE: str = TABLES["aoti_owned_rows_as_size"]
+# the entries naming the outputs a package's program returns, in order, before the gradient
+# with respect to edge_vectors (space-separated), and which energy sum that gradient is of: the
+# energy output's owned rows, all its rows, or none (an empty gradient: the model's own forces)
+AOTI_OUTPUTS: str = TABLES["aoti_outputs"]
+AOTI_GRADIENT: str = TABLES["aoti_gradient"]
+AOTI_GRADIENT_OF_OWNED_ROWS, AOTI_GRADIENT_OF_ALL_ROWS, AOTI_NO_GRADIENT = TABLES["aoti_gradients"]
 # the formats' names (pair_style nvalchemi's log prints them), the name a package is written as,
 # and what an AOTInductor package (a zip archive) starts with, and holds where a TorchScript
 # archive does not

@@ -7,8 +7,8 @@ this module is its Python side, for both formats pair_style nvalchemi loads:
   `save_scripted_model` does the same for a module scripted already (e3nn models go through
   e3nn.util.jit.compile);
 * AOTInductor (.pt2): `save_aoti_model` (or `save_model` to a path ending in .pt2) compiles the
-  module ahead of time together with the gradient of its owned-row energy, because an exported
-  program cannot be differentiated from C++ (doc/Howto_nvalchemi_contract.rst, "AOTInductor
+  module ahead of time together with the gradient of the energy its spec's force strategy
+  differentiates, because an exported program cannot be differentiated from C++ (doc/Howto_nvalchemi_contract.rst, "AOTInductor
   models").
 
 `read_metadata` (nvalchemi_lammps.model_file) reads the metadata of either back.
@@ -32,12 +32,14 @@ import nvalchemi_lammps.ops  # noqa: F401  (the exchange ops, opaque to tracing)
 from nvalchemi_lammps import package_cache
 from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,  # noqa: F401
                                        CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE, TOOLKIT_SPEC_VERSION)  # (the export's API)
+from nvalchemi_lammps.contract import (AOTI_GRADIENT, AOTI_GRADIENT_OF_ALL_ROWS, AOTI_GRADIENT_OF_OWNED_ROWS,
+                                       AOTI_NO_GRADIENT, AOTI_OUTPUTS)
 from nvalchemi_lammps.contract import (AOTI_HOOK_INPUTS, AOTI_HOOK_OUTPUTS, AOTI_PACKAGE_SUFFIX, HOOK_INPUTS,
                                        HOOK_OUTPUTS, TORCHSCRIPT, TORCHSCRIPT_SUFFIX)
 from nvalchemi_lammps.model_file import (AOTINDUCTOR, DEFAULT_ENERGY_KEY, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
 from nvalchemi_lammps.owned_rows import traced_owned_count
-from nvalchemi_lammps.spec import DEFAULT_SPEC, effective_spec, forces_from_node_energies
+from nvalchemi_lammps.spec import DEFAULT_SPEC, effective_spec, energy_share, forces_from_node_energies
 
 
 def make_metadata(*, cutoff: float, species: Sequence[int], units: str,
@@ -157,32 +159,65 @@ def require_finite_example(module: torch.nn.Module, path: str, species: Sequence
                          "logarithms, uninitialized parameters) before saving it")
 
 
-class _EnergyAndGradient(torch.nn.Module):
+class _ContractProgram(torch.nn.Module):
     """The contract model as an AOTInductor program sees it: the seven inputs positionally, n_owned
     as a tensor of n_owned rows (AOTI_OWNED_ROWS_AS_SIZE: the owned count a size the program
     reads on every call, which owned_rows.owned_count hands a model's owned-row updates), and
-    (atomic energies, d(sum of owned rows' energies)/d(edge_vectors)) out."""
+    out: the model's outputs `names`, in order, then the gradient with respect to edge_vectors
+    of the energy sum `gradient_of` says (AOTI_GRADIENT: the owned rows of `energy_output`, all
+    its rows, or none, an empty [0, 3] for a model that returns its own forces)."""
 
-    def __init__(self, module: torch.nn.Module, energy_output: str):
+    def __init__(self, module: torch.nn.Module, names: Sequence[str], energy_output: str, gradient_of: str):
         super().__init__()
         self.module = module
+        self.names = list(names)
         self.energy_output = energy_output
+        self.gradient_of = gradient_of
 
     def forward(self, positions, atomic_numbers, neighbor_list, edge_vectors, cell, pbc, owned_rows):
         count = owned_rows.shape[0]
         torch._check(count <= atomic_numbers.shape[0])
         n_owned = torch.full((), count, dtype=torch.int64, device=atomic_numbers.device)
-        edge_vectors = edge_vectors.detach().requires_grad_(True)
+        differentiate = self.gradient_of != AOTI_NO_GRADIENT
+        if differentiate:
+            edge_vectors = edge_vectors.detach().requires_grad_(True)
         inputs = dict(zip(CONTRACT_INPUTS, (positions, atomic_numbers, neighbor_list, edge_vectors,
                                             cell, pbc, n_owned)))
         with traced_owned_count(count):
-            energies = self.module(inputs)[self.energy_output]
-        owned = torch.arange(energies.shape[0], device=energies.device) < count
-        total = torch.where(owned, energies, torch.zeros_like(energies)).sum()
-        (gradient,) = torch.autograd.grad([total], [edge_vectors], allow_unused=True)
+            outputs = self.module(inputs)
+        returned = tuple(outputs[name].detach() for name in self.names)
+        if not differentiate:
+            return returned + (edge_vectors.new_zeros(0, 3),)
+        energies = outputs[self.energy_output]
+        if self.gradient_of == AOTI_GRADIENT_OF_OWNED_ROWS:
+            owned = torch.arange(energies.shape[0], device=energies.device) < count
+            energies = torch.where(owned, energies, torch.zeros_like(energies))
+        (gradient,) = torch.autograd.grad([energies.sum()], [edge_vectors], allow_unused=True)
         if gradient is None:
             gradient = torch.zeros_like(edge_vectors)
-        return energies.detach(), gradient
+        return returned + (gradient,)
+
+
+def compiled_share(spec: Optional[Dict]) -> Tuple[str, str]:
+    """(energy output, AOTI_GRADIENT's value) a package of a model of spec `spec` compiles in:
+    the energy share of its effective spec (spec.energy_share). A spec in the toolkit's layout,
+    which only the pair style translates, gets the default energy's owned rows."""
+    try:
+        key, owned_rows, differentiate = energy_share(effective_spec(spec))
+    except ValueError:
+        return DEFAULT_ENERGY_KEY, AOTI_GRADIENT_OF_OWNED_ROWS
+    if not differentiate:
+        return key, AOTI_NO_GRADIENT
+    return key, AOTI_GRADIENT_OF_OWNED_ROWS if owned_rows else AOTI_GRADIENT_OF_ALL_ROWS
+
+
+def output_names(module: torch.nn.Module, example: Tuple[torch.Tensor, ...]) -> List[str]:
+    """The names of the outputs `module` returns on the program's positional `example`, in the
+    order it returns them."""
+    inputs = dict(zip(CONTRACT_INPUTS, example[:-1] + (torch.tensor(example[-1].shape[0]),)))
+    inputs["edge_vectors"] = inputs["edge_vectors"].detach().requires_grad_(True)
+    with torch.enable_grad():
+        return list(module(inputs))
 
 
 def example_inputs(species: Sequence[int], cutoff: float, dtype: torch.dtype, rows: int = 12,
@@ -245,12 +280,12 @@ def save_aoti_model(
     units: str,
     dtype: torch.dtype = torch.float64,
     spec: Optional[Dict] = None,
-    energy_output: str = DEFAULT_ENERGY_KEY,
     device: str = "cpu",
 ) -> Dict:
     """Compile `module` with AOTInductor into the package `path` (.pt2) with its metadata;
-    returns the metadata. Arguments as for `save_model`; energy_output: the module's output of
-    per-atom energies (the only output a .pt2 model returns, with its gradient).
+    returns the metadata. Arguments as for `save_model`. The program returns every output of the
+    module and the gradient of the energy its spec's force strategy differentiates, compiled in
+    (compiled_share): the pair style refuses to run the package with keywords that change them.
 
     The program is compiled for this machine's CPU (its instruction set is recorded and
     checked when LAMMPS loads it; target_cpu("avx2") first targets older CPUs), or with
@@ -261,8 +296,14 @@ def save_aoti_model(
     from torch.fx.experimental.proxy_tensor import make_fx
 
     start = time.monotonic()
-    wrapper = _EnergyAndGradient(module.to(dtype).to(device).eval(), energy_output)
+    module = module.to(dtype).to(device).eval()
     example = tuple(t.to(device) for t in example_inputs(species, cutoff, dtype))
+    energy_output, gradient_of = compiled_share(spec)
+    names = output_names(module, example)
+    if energy_output not in names:
+        raise ValueError(f"{path}: the model returns no '{energy_output}', the energy its spec's force "
+                         f"strategy uses (it returns: {', '.join(names)})")
+    wrapper = _ContractProgram(module, names, energy_output, gradient_of)
     # sizes of 0 and 1 (a rank without atoms, without ghosts) reasoned about as any other, not
     # decided by the example's sizes
     with torch.fx.experimental._config.patch(backed_size_oblivious=True):
@@ -282,7 +323,8 @@ def save_aoti_model(
                              spec=with_called_operators(spec, program))
     COMPILE_SECONDS.append({"path": path, "phase": "trace and export", "seconds": time.monotonic() - start})
     compile_package(program, path, {METADATA_FILE: json.dumps(metadata, sort_keys=True),
-                                     AOTI_ENERGY_OUTPUT: energy_output, AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE},
+                                     AOTI_ENERGY_OUTPUT: energy_output, AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE,
+                                     AOTI_OUTPUTS: " ".join(names), AOTI_GRADIENT: gradient_of},
                     device)
     require_ranks_in_step(path, metadata)
     return metadata

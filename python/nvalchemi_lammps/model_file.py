@@ -9,7 +9,7 @@ from typing import Dict, Tuple
 
 import torch
 
-from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
+from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OUTPUTS, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
                                       AOTI_PACKAGE_MARKER, AOTI_PACKAGE_SIGNATURE, AOTI_PACKAGE_SUFFIX,
                                       AOTINDUCTOR, CONTRACT_INPUTS, METADATA_FILE, TORCHSCRIPT,
                                       TORCHSCRIPT_SUFFIX)
@@ -50,6 +50,8 @@ class LoadedModel:
             self.metadata_text = meta.get(METADATA_FILE, "")
             self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, DEFAULT_ENERGY_KEY)
             self.owned_rows_as_size = meta.get(AOTI_OWNED_ROWS) == AOTI_OWNED_ROWS_AS_SIZE
+            # what the program returns before the gradient (packages written before: the energies)
+            self.output_names = meta.get(AOTI_OUTPUTS, self.energy_key).split()
         else:
             extra = {METADATA_FILE: ""}
             self.module = torch.jit.load(path, _extra_files=extra)
@@ -72,7 +74,10 @@ class LoadedModel:
             positional = [inputs[name] for name in CONTRACT_INPUTS]
             if self.owned_rows_as_size:  # as the pair style passes it
                 positional[-1] = inputs["atomic_numbers"][: int(inputs["n_owned"])]
-            energies, gradient = self.program(*positional)
+            *values, gradient = self.program(*positional)
+            energies = values[self.output_names.index(self.energy_key)]
+            if gradient.shape[0] != positional[3].shape[0]:  # none: the model returns its own forces
+                gradient = torch.zeros_like(positional[3])
             return energies, gradient
         edge_vectors = inputs["edge_vectors"].detach().requires_grad_(True)
         outputs = self.module(dict(inputs, edge_vectors=edge_vectors))

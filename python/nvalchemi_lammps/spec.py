@@ -10,7 +10,7 @@ style prints as the "effective spec".
 """
 
 import copy
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from nvalchemi_lammps.contract import SPEC_VERSION, TOOLKIT_SPEC_VERSION
 from nvalchemi_lammps.tables import read_table
@@ -81,6 +81,26 @@ def effective_spec(spec: Optional[Dict], overrides: Optional[Dict] = None) -> Di
     if resolved["halo"] not in HALO_MODES:
         raise ValueError(f"unknown halo mode '{resolved['halo']}' (valid: {', '.join(HALO_MODES)})")
     return dict(version=SPEC_VERSION, **resolved)
+
+
+def energy_share(effective: Dict) -> Tuple[str, bool, bool]:
+    """(energy output, whether only its owned rows are summed, whether the forces are the sum's
+    gradient): the energy share the pair style takes of an effective spec (energy_share,
+    nvalchemi_outputs_consolidate.cpp), for which an AOTInductor package compiles its gradient
+    in. The pair style refuses a package whose share is not the run's. ValueError where the spec
+    declares no energy its force strategy can use."""
+    strategy = effective["compile"]["force_strategy"]
+    node, outputs = effective["node_energy_key"], effective.get("outputs", {})
+    differentiate = strategy != "model"
+    if strategy != "global_energy" and outputs.get(node, {}).get("kind") == "per_node":
+        declared = outputs[node]
+        sums_ghost_rows = declared["reduce"] == "all_reduce" or (declared["reduce"] == "none"
+                                                                 and declared.get("autograd", False))
+        return node, not sums_ghost_rows, differentiate
+    if strategy != "node_energy" and outputs.get("energy", {}).get("kind") == "per_graph":
+        return "energy", False, differentiate
+    raise ValueError(f"force strategy '{strategy}' needs the spec to declare the energy it uses: "
+                     f"'{node}' as per_node or 'energy' as per_graph")
 
 
 def forces_from_node_energies(effective: Dict) -> bool:

@@ -19,6 +19,9 @@
    (doc/fix_nvalchemi_dd.rst); a hook compiled as an AOTInductor package takes the inputs it
    records in aoti_hook_inputs positionally, in this order, and returns the outputs it records
    in aoti_hook_outputs, in this order (both space-separated names).
+   aoti_outputs, aoti_gradient: a model package's metadata entries naming the outputs its program
+   returns before the gradient with respect to edge_vectors, and which energy sum that gradient
+   is of, one of aoti_gradients (doc/Howto_nvalchemi_contract.rst, "AOTInductor models").
    spec_version: the spec's own JSON layout (MLIPSpec::to_json); toolkit_spec_version: the
    nvalchemi toolkit's MLIPSpec.to_dict() layout, which the spec readers also take.
    exchange_ops: the schemas of the torch.ops.nvalchemi operators, each "name(arguments) ->
@@ -76,6 +79,9 @@ namespace NVAlchemi {
   "aoti_energy_output": "nvalchemi_energy_output",
   "aoti_owned_rows": "nvalchemi_owned_rows",
   "aoti_owned_rows_as_size": "size",
+  "aoti_outputs": "nvalchemi_outputs",
+  "aoti_gradient": "nvalchemi_gradient",
+  "aoti_gradients": ["owned_rows", "all_rows", "none"],
   "aoti_format": "AOTInductor",
   "torchscript_format": "TorchScript",
   "aoti_package_suffix": ".pt2",
@@ -171,6 +177,17 @@ namespace NVAlchemi {
   static constexpr std::string_view AOTI_OWNED_ROWS = contract_name("aoti_owned_rows");
   static constexpr std::string_view AOTI_OWNED_ROWS_AS_SIZE =
       contract_name("aoti_owned_rows_as_size");
+  // and, since packages return every output of the model: the outputs the program returns,
+  // in order, before the gradient with respect to edge_vectors (space-separated), and which energy
+  // sum that gradient is of: the energy output's owned rows, all its rows, or none (a model that
+  // returns its own forces: an empty gradient). Absent: (energies, gradient of the owned rows).
+  static constexpr std::string_view AOTI_OUTPUTS = contract_name("aoti_outputs");
+  static constexpr std::string_view AOTI_GRADIENT = contract_name("aoti_gradient");
+  static constexpr std::string_view AOTI_GRADIENT_OF_OWNED_ROWS =
+      contract_list_item("aoti_gradients", 0);
+  static constexpr std::string_view AOTI_GRADIENT_OF_ALL_ROWS =
+      contract_list_item("aoti_gradients", 1);
+  static constexpr std::string_view AOTI_NO_GRADIENT = contract_list_item("aoti_gradients", 2);
   // the formats' names, and what an AOTInductor package (a zip archive) starts with and holds
   // where a TorchScript archive does not
   static constexpr std::string_view AOTI_FORMAT = contract_name("aoti_format");

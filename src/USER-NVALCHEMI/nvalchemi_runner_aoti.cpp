@@ -158,7 +158,10 @@ namespace NVAlchemi {
       Placement placement;
     };
 
-    // A package of the package's exporter: the model contract's program.
+    // A package of the package's exporter: the model contract's program. It returns the
+    // model's outputs (AOTI_OUTPUTS, in order) and then the gradient, compiled in, of the energy
+    // sum its spec's force strategy differentiates (AOTI_GRADIENT); the energy share is summed
+    // here from the outputs, as the TorchScript runner sums it.
     class ContractProgram : public CompiledRunner {
      public:
       ContractProgram(AotiPackage &&package, const Device &device) :
@@ -167,21 +170,41 @@ namespace NVAlchemi {
           energy_output(package.meta[std::string(AOTI_ENERGY_OUTPUT)]),
           owned_rows_as_size(package.meta[std::string(AOTI_OWNED_ROWS)] == AOTI_OWNED_ROWS_AS_SIZE)
       {
+        const auto listed = package.meta.find(std::string(AOTI_OUTPUTS));
+        if (listed == package.meta.end()) {    // written before: (energies, their gradient)
+          output_keys = {energy_output};
+          gradient_of = AOTI_GRADIENT_OF_OWNED_ROWS;
+          return;
+        }
+        output_keys = words(listed->second);
+        if (output_keys.empty())
+          throw std::runtime_error("the package's " + std::string(AOTI_OUTPUTS) +
+                                   " entry names no output");
+        gradient_of = package.meta[std::string(AOTI_GRADIENT)];
+        if (gradient_of != AOTI_GRADIENT_OF_OWNED_ROWS &&
+            gradient_of != AOTI_GRADIENT_OF_ALL_ROWS && gradient_of != AOTI_NO_GRADIENT)
+          throw std::runtime_error("the package's " + std::string(AOTI_GRADIENT) + " entry '" +
+                                   gradient_of + "' is none of this build's");
       }
 
       const std::string &metadata_text() const override { return metadata; }
 
+      // The gradient is compiled into the program: the run's spec must differentiate the same
+      // energy sum (its weight over ranks is applied here).
       void check_share(const EnergyShare &share) const override
       {
-        if (!share.owned_rows || !share.differentiate || share.weight != 1.0)
+        const bool differentiates = gradient_of != AOTI_NO_GRADIENT;
+        const bool owned = gradient_of == AOTI_GRADIENT_OF_OWNED_ROWS;
+        if (std::find(output_keys.begin(), output_keys.end(), share.key) == output_keys.end() ||
+            (differentiates && share.key != energy_output) ||
+            share.differentiate != differentiates || (differentiates && share.owned_rows != owned))
           throw std::invalid_argument(
-              "an AOTInductor model returns per-atom energies and their gradient only, so its "
-              "spec's force strategy must be node_energy (framework forces from owned node "
-              "energies); export the model as TorchScript for the other force strategies");
-        if (share.key != energy_output)
-          throw std::invalid_argument("the spec's node energy output is '" + share.key +
-                                      "' but the package was compiled to return '" + energy_output +
-                                      "'");
+              "the package was compiled to " + describe(differentiates, owned, energy_output) +
+              " and the spec this run uses asks to " +
+              describe(share.differentiate, share.owned_rows, share.key) +
+              "; a package's forces are compiled in: export it again with the spec of this run "
+              "(the exporter's spec), or leave out the pair_style keywords that change its force "
+              "strategy or energy output");
       }
 
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
@@ -195,38 +218,53 @@ namespace NVAlchemi {
           std::vector<at::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
           // the owned count as the size of a view (no copy) of the owned rows' atomic numbers
           if (owned_rows_as_size) inputs.back() = inputs[1].narrow(0, 0, graph.n_owned);
-          const std::vector<at::Tensor> result = run(inputs, start, outputs);
+          std::vector<at::Tensor> result = run(inputs, start, outputs);
           check_inputs_unchanged(in);
-          const int64_t nrows = graph.tensor_rows(), nedges = graph.tensor_edges();
-          if (result.size() != 2 || result[0].numel() != nrows || result[1].numel() != 3 * nedges)
-            throw std::runtime_error("the AOTInductor program must return (atomic energies [" +
-                                     std::to_string(nrows) + "], edge gradients [" +
-                                     std::to_string(nedges) + ", 3])");
-          placement.check_output("atomic energies", result[0]);
-          placement.check_output("edge gradients", result[1]);
-          // back to the host together, in the run's units: the energy share, the real edges'
-          // gradient (unless it stays on the device), the energies
-          start = Clock::now();
-          const auto real_edges =
-              scaled(result[1].view({nedges, 3}).narrow(0, 0, graph.num_edges()), units.force());
-          const bool host_gradient = !keep_resident_gradients(graph, real_edges, outputs);
-          std::vector<torch::Tensor> results{
-              scaled(result[0].narrow(0, 0, graph.n_owned).sum() * share.weight, units.energy),
-              scaled(real_rows(result[0], graph), units.output(share.key))};
-          if (host_gradient) results.push_back(real_edges);
-          const auto host = placement.to_host(results);
-          outputs.energy_share = host[0].item<double>();
-          outputs.edge_gradients = host_gradient ? shared_values(host[2]) : SharedValues{};
-          if (outputs.tensors.size() != 1 || outputs.tensors.count(share.key) == 0)
-            outputs.tensors.clear();
-          copy_output(host[1], outputs.tensors[share.key]);
-          outputs.marshal_seconds += seconds_since(start);
+          const int64_t nedges = graph.tensor_edges();
+          if (result.size() != output_keys.size() + 1)
+            throw std::runtime_error(
+                "the AOTInductor program returned " + std::to_string(result.size()) +
+                " tensors; its package lists " + std::to_string(output_keys.size()) +
+                " outputs and then the edge gradients");
+          at::Tensor gradient = result.back();
+          result.pop_back();
+          for (size_t k = 0; k < result.size(); ++k)
+            placement.check_output(output_keys[k], result[k]);
+          if (gradient_of == AOTI_NO_GRADIENT) {
+            gradient = at::Tensor();
+          } else {
+            if (gradient.numel() != 3 * nedges)
+              throw std::runtime_error("the AOTInductor program must return edge gradients [" +
+                                       std::to_string(nedges) + ", 3]");
+            placement.check_output("edge gradients", gradient);
+            gradient = gradient.view({nedges, 3}) * share.weight;
+          }
+          const size_t at =
+              std::find(output_keys.begin(), output_keys.end(), share.key) - output_keys.begin();
+          at::Tensor energy = real_rows(result[at], graph);
+          if (share.owned_rows) {
+            if (energy.dim() == 0 || energy.size(0) != graph.num_rows())
+              throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
+                                       std::to_string(graph.num_rows()) + ")");
+            energy = energy.narrow(0, 0, graph.n_owned);
+          }
+          hand_back(graph, energy.sum() * share.weight, gradient, output_keys, result, placement,
+                    units, outputs);
         });
       }
 
      private:
+      static std::string describe(bool differentiates, bool owned, const std::string &key)
+      {
+        if (!differentiates) return "take its forces from the model's outputs";
+        return "differentiate the sum of " + std::string(owned ? "the owned rows of '" : "'") +
+            key + "'";
+      }
+
       std::string metadata, energy_output;
       bool owned_rows_as_size = false;
+      std::vector<std::string> output_keys;    // what the program returns before the gradient
+      std::string gradient_of;                 // one of AOTI_GRADIENT's values
     };
 
     // nequip's metadata entries naming a package's inputs and outputs (nequip.utils.aoti_metadata)

@@ -214,6 +214,31 @@ namespace NVAlchemi {
     out.values.assign(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
   }
 
+  void hand_back(const Graph &graph, const torch::Tensor &total, const torch::Tensor &gradient,
+                 const std::vector<std::string> &keys, const std::vector<torch::Tensor> &values,
+                 Placement &placement, const UnitConversion &units, ModelOutputs &outputs)
+  {
+    const auto start = Clock::now();
+    std::vector<torch::Tensor> results{scaled(total, units.energy)};
+    const auto real_edges = gradient.defined()
+        ? scaled(gradient.narrow(0, 0, graph.num_edges()), units.force())
+        : gradient;
+    const bool host_gradient =
+        gradient.defined() && !keep_resident_gradients(graph, real_edges, outputs);
+    if (host_gradient) results.push_back(real_edges);
+    for (size_t k = 0; k < values.size(); ++k)
+      results.push_back(scaled(real_rows(values[k], graph), units.output(keys[k])));
+    const auto host = placement.to_host(results);
+    outputs.energy_share = host[0].item<double>();
+    outputs.edge_gradients = host_gradient ? shared_values(host[1]) : SharedValues{};
+    bool same_keys = outputs.tensors.size() == keys.size();
+    for (const auto &key : keys) same_keys = same_keys && outputs.tensors.count(key) == 1;
+    if (!same_keys) outputs.tensors.clear();
+    size_t k = host_gradient ? 2 : 1;
+    for (const auto &key : keys) copy_output(host[k++], outputs.tensors[key]);
+    outputs.marshal_seconds += seconds_since(start);
+  }
+
   ExchangeScope::ExchangeScope(Exchanger *exchanger)
   { set_current_exchanger(exchanger); }
   ExchangeScope::~ExchangeScope()

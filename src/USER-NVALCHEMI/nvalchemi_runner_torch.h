@@ -10,6 +10,7 @@
 
 #include "nvalchemi_contract_tables.h"
 #include "nvalchemi_halo_exchange.h"
+#include "nvalchemi_model_units.h"
 #include "nvalchemi_outputs.h"
 #include "nvalchemi_rank_graph_build.h"
 #include "nvalchemi_step_device.h"
@@ -126,6 +127,14 @@ namespace NVAlchemi {
 
   // A host tensor (contiguous double) into `out`: its shape and values.
   void copy_output(const torch::Tensor &host, OutputTensor &out);
+
+  // What a model's call on `graph` returned, back on the host together, in the run's units:
+  // the energy share `total`, the real edges' `gradient` with respect to edge_vectors (undefined:
+  // none; kept on the device for a resident graph) and the outputs `values`, named `keys`, into
+  // `outputs` (the same keys as last call, the usual case, are overwritten in place).
+  void hand_back(const Graph &graph, const torch::Tensor &total, const torch::Tensor &gradient,
+                 const std::vector<std::string> &keys, const std::vector<torch::Tensor> &values,
+                 Placement &placement, const UnitConversion &units, ModelOutputs &outputs);
 
   // The exchanger the ops see, for the duration of one forward and backward pass.
   struct ExchangeScope {

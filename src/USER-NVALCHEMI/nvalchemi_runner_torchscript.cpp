@@ -133,31 +133,8 @@ namespace NVAlchemi {
                           &outputs);
           check_inputs_unchanged(in);
 
-          // back to the host together, in the run's units: the energy share, the real edges'
-          // gradient (unless it stays on the device), the outputs
-          start = Clock::now();
-          const torch::Tensor &gradient = result[1];
-          std::vector<torch::Tensor> results{scaled(result[0], units.energy)};
-          const auto real_edges = gradient.defined()
-              ? scaled(gradient.narrow(0, 0, graph.num_edges()), units.force())
-              : gradient;
-          const bool host_gradient =
-              !keep_resident_gradients(graph, real_edges, outputs) && gradient.defined();
-          if (host_gradient) results.push_back(real_edges);
-          for (size_t k = 2; k < result.size(); ++k)
-            results.push_back(
-                scaled(real_rows(result[k], graph), units.output(output_keys[k - 2])));
-          const auto host = placement.to_host(results);
-          outputs.energy_share = host[0].item<double>();
-          outputs.edge_gradients = host_gradient ? shared_values(host[1]) : SharedValues{};
-          // the same outputs as last step (the usual case) are overwritten in place
-          bool same_keys = outputs.tensors.size() == output_keys.size();
-          for (const auto &key : output_keys)
-            same_keys = same_keys && outputs.tensors.count(key) == 1;
-          if (!same_keys) outputs.tensors.clear();
-          size_t k = host_gradient ? 2 : 1;
-          for (const auto &key : output_keys) copy_output(host[k++], outputs.tensors[key]);
-          outputs.marshal_seconds += seconds_since(start);
+          hand_back(graph, result[0], result[1], output_keys, {result.begin() + 2, result.end()},
+                    placement, units, outputs);
         });
       }
 
