@@ -13,10 +13,12 @@ Members 0 and 1 are exported for halo mode layerwise, member 2 for halo mode dee
 whose members differ in halo mode, as the compute allows.
 
     python models/committee.py <output dir>    # writes committee_ar_0.pt, _1.pt, _2_deep.pt
+    python models/committee.py <output dir> .pt2  # the committed members' weights compiled
+                                                  # as AOTInductor packages, beside them
 
 A few hundred optimizer steps on the CPU (about a minute per member). The committed files in
 potentials/ were written by this script; training is not bitwise reproducible across machines
-(BLAS), so the build does not regenerate them.
+(BLAS), so the build does not regenerate them: it compiles their weights into packages.
 """
 
 import math
@@ -100,6 +102,26 @@ def train(seed: int, data, e0: float) -> SchNet:
     return model
 
 
+def member_name(member: int) -> str:
+    return f"committee_ar_{member}{'_deep' if member == 2 else ''}"
+
+
+def member_spec(member: int) -> dict:
+    spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS}
+    spec.update({"halo": "deep"} if member == 2 else {"exchange_feature_width": FEATURES})
+    return spec
+
+
+def compile_committed(outdir: str) -> None:
+    """Each committed member (outdir/<name>.pt) as the package outdir/<name>.pt2: its weights in
+    the same module, compiled for this machine."""
+    for member, seed in enumerate(SEEDS):
+        path = os.path.join(outdir, member_name(member))
+        exported = SchNet(layerwise=member != 2, seed=seed)
+        exported.load_state_dict(torch.jit.load(path + ".pt").state_dict())
+        save_model(exported, path + ".pt2", cutoff=CUTOFF, species=SPECIES, units="lj", spec=member_spec(member))
+
+
 def main(outdir: str) -> None:
     os.makedirs(outdir, exist_ok=True)
     torch.set_num_threads(1)
@@ -108,17 +130,18 @@ def main(outdir: str) -> None:
     print(f"E0 = {e0:.10g} per atom (energies are learned relative to it)")
     for member, seed in enumerate(SEEDS):
         trained = train(seed, data, e0)
-        deep = member == 2
-        exported = SchNet(layerwise=not deep, seed=seed)
+        exported = SchNet(layerwise=member != 2, seed=seed)
         exported.load_state_dict(trained.state_dict())
-        spec = {"preset": "SPEC_MPNN_HALO", "num_message_passing_layers": LAYERS}
-        spec.update({"halo": "deep"} if deep else {"exchange_feature_width": FEATURES})
-        name = f"committee_ar_{member}{'_deep' if deep else ''}.pt"
-        save_model(exported, os.path.join(outdir, name), cutoff=CUTOFF, species=SPECIES, units="lj", spec=spec)
+        name = member_name(member) + ".pt"
+        save_model(exported, os.path.join(outdir, name), cutoff=CUTOFF, species=SPECIES, units="lj",
+                   spec=member_spec(member))
         print(f"wrote {name}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) == 3 and sys.argv[2] == ".pt2":
+        compile_committed(sys.argv[1])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
         sys.exit(__doc__)
-    main(sys.argv[1])

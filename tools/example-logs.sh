@@ -3,10 +3,12 @@
 # examples/lj, the KOKKOS run log.<date>.lj.kk.g++.2), in place of the older ones, with the lmp
 # that `make` built. unittest/lammps/examples.py checks that they echo the inputs as they are and
 # print the effective spec this build prints: run this after changing an input or the spec.
-# Usage: tools/example-logs.sh [build dir]
+# Usage: tools/example-logs.sh [build dir [example ...]]   (default: every example)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lmp=$(realpath "${1:-build}")/lammps/lmp
+shift || true
+only=" $* "
 [ -x "$lmp" ] || { echo "example-logs: no $lmp: run make first" >&2; exit 1; }
 # OpenMPI refuses root without these, and 4 ranks on fewer cores without oversubscription
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -14,6 +16,7 @@ date=$(date +%-d%b%y)
 for dir in examples/*/; do
   name=$(basename "$dir")
   [ -f "$dir/in.$name" ] || continue
+  [ "$only" = "  " ] || [[ $only == *" $name "* ]] || continue
   (
     cd "$dir"
     rm -f log.*

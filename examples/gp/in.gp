@@ -17,7 +17,7 @@ create_atoms    1 box
 mass            1 1.0
 velocity        all create 1.5 87287 loop geom
 
-pair_style      hybrid/overlay nvalchemi ../../potentials/schnet_layerwise.pt spec SPEC_MPNN_GP &
+pair_style      hybrid/overlay nvalchemi ../../potentials/schnet_layerwise.pt2 spec SPEC_MPNN_GP &
                 lj/cut 2.5
 pair_coeff      * * nvalchemi Ar
 pair_coeff      * * lj/cut 1.0 1.0

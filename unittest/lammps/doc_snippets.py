@@ -9,7 +9,7 @@ package's LJ model when it sets no pair style) and before `run 2`, in a director
 `potentials/`, `examples/`, `models/` and `build-plugin/` are the repository's folders and the built
 plugin's (which `build/nvalchemi/plugin/` names too, as after `make`). The `.. code-block:: python`
 blocks run too, from the same directory. The JSON block of
-doc/Howto_nvalchemi_spec.rst must be the effective spec LAMMPS prints for potentials/lj_ar.pt.
+doc/Howto_nvalchemi_spec.rst must be the effective spec LAMMPS prints for potentials/lj_ar.pt2.
 The quick start page (RUN_IN_ORDER) is one workflow, in one directory, as a user would follow
 it: its Python and LAMMPS blocks saved as the files their first lines name, its bash blocks run
 in order; the log it leaves must show the validation.
@@ -40,7 +40,7 @@ create_atoms 1 box
 mass * 1.0
 velocity all create 1.0 4928 loop geom
 """
-DEFAULT_PAIR = "pair_style nvalchemi potentials/lj_ar.pt\npair_coeff * * {elements}\n"
+DEFAULT_PAIR = "pair_style nvalchemi potentials/lj_ar.pt2\npair_coeff * * {elements}\n"
 # pages whose blocks make one workflow, run in order, bash blocks included (run_in_order): the
 # file their run must leave and what it must say
 RUN_IN_ORDER = {"Howto_nvalchemi_quickstart.rst": ("log.quickstart", ["fix nvalchemi/dd validate step 50: largest",
@@ -212,7 +212,7 @@ def main():
                     proc = run_lammps(args.lmp, args.mpirun, 2, "in.snippet", rundir, timeout=180)
                     ran += 1
                     failures += filter(None, [judged(f"{label} paragraph {n + 1}", proc, snippet)])
-                    if lj_spec is None and re.search(r"pair_style\s+nvalchemi\s+potentials/lj_ar\.pt\s*(#.*)?$",
+                    if lj_spec is None and re.search(r"pair_style\s+nvalchemi\s+potentials/lj_ar\.pt2?\s*(#.*)?$",
                                                      snippet, re.MULTILINE):
                         lj_spec = effective_spec(proc.stdout)
 
@@ -220,9 +220,9 @@ def main():
                     if language == "json"]
         if lj_spec is None or len(spec_doc) != 1 or json.loads(spec_doc[0]) != lj_spec:
             failures.append("doc/Howto_nvalchemi_spec.rst: its JSON block is not the effective spec printed for "
-                            f"potentials/lj_ar.pt:\n{json.dumps(lj_spec, indent=2)}")
+                            f"potentials/lj_ar.pt2:\n{json.dumps(lj_spec, indent=2)}")
         else:
-            print("ok   doc/Howto_nvalchemi_spec.rst JSON block = the effective spec of potentials/lj_ar.pt")
+            print("ok   doc/Howto_nvalchemi_spec.rst JSON block = the effective spec of potentials/lj_ar.pt2")
     print(f"{ran} snippets run")
     if ran < 12:
         failures.append(f"only {ran} snippets found: the extraction is broken")

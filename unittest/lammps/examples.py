@@ -4,7 +4,7 @@
   lj/cut 2.5 prints the same thermo, and so do the runs with "threads 2" and "device cpu";
 * examples/spec: the keywords reach the effective spec, c_e equals pe, v_wp (the model's virial
   trace / 3V) equals c_pv (the virial part of the pressure), the per-atom virials are dumped;
-* examples/mp: "swap in schnet_deep.pt ... same answer": the deep model prints the same thermo
+* examples/mp: "swap in schnet_deep.pt2 ... same answer": the deep model prints the same thermo
   (over the first 10 steps); with "static_shapes yes" the thermo is the same and the log reports
   the capacities;
 * examples/mace: "Add 'halo deep' ...: the thermo is the same" (over the first 20 steps), and
@@ -118,13 +118,13 @@ def main():
 
         lj = Example(args, workdir, "lj")
         model, native = thermo(lj.run("lj")), thermo(lj.run("lj_cut", lj.variant(
-            "pair_style      nvalchemi ../../potentials/lj_ar.pt\npair_coeff      * * Ar",
+            "pair_style      nvalchemi ../../potentials/lj_ar.pt2\npair_coeff      * * Ar",
             "pair_style      lj/cut 2.5\npair_coeff      * * 1.0 1.0")))
         check("lj", "thermo equals the run with pair_style lj/cut 2.5",
               all(close(model[k], native[k]) for k in native))
-        threaded = thermo(lj.run("lj_threads", lj.variant("lj_ar.pt\n", "lj_ar.pt threads 2\n")))
+        threaded = thermo(lj.run("lj_threads", lj.variant("lj_ar.pt2\n", "lj_ar.pt2 threads 2\n")))
         check("lj", "threads 2 gives the same thermo", all(close(model[k], threaded[k]) for k in model))
-        on_cpu = thermo(lj.run("lj_device_cpu", lj.variant("lj_ar.pt\n", "lj_ar.pt device cpu\n")))
+        on_cpu = thermo(lj.run("lj_device_cpu", lj.variant("lj_ar.pt2\n", "lj_ar.pt2 device cpu\n")))
         check("lj", "device cpu gives the same thermo", all(close(model[k], on_cpu[k]) for k in model))
 
         spec = Example(args, workdir, "spec")
@@ -141,12 +141,12 @@ def main():
         mp = Example(args, workdir, "mp")
         # the deep halo costs ~20x the layerwise step here: its first 10 steps make the point
         layerwise = thermo(mp.run("mp"))
-        deep = thermo(mp.run("mp_deep", mp.variant("schnet_layerwise.pt", "schnet_deep.pt").replace(
+        deep = thermo(mp.run("mp_deep", mp.variant("schnet_layerwise.pt2", "schnet_deep.pt2").replace(
             "run             50", "run             10")))
         rows = len(deep["Step"])
-        check("mp", f"schnet_deep.pt gives the same thermo as schnet_layerwise.pt (steps {deep['Step']})",
+        check("mp", f"schnet_deep.pt2 gives the same thermo as schnet_layerwise.pt2 (steps {deep['Step']})",
               rows == 2 and all(close(layerwise[k][:rows], deep[k]) for k in layerwise))
-        out = mp.run("mp_static", mp.variant("schnet_layerwise.pt ", "schnet_layerwise.pt static_shapes yes "))
+        out = mp.run("mp_static", mp.variant("schnet_layerwise.pt2 ", "schnet_layerwise.pt2 static_shapes yes "))
         check("mp", "static_shapes yes gives the same thermo and reports its capacities",
               "pair_style nvalchemi: static shapes:" in out
               and all(close(layerwise[k], v) for k, v in thermo(out).items()))
@@ -168,7 +168,7 @@ def main():
         check("longrange", f"validation on steps 0, 25, 50 (found {steps})", steps == [0, 25, 50])
         for mode in ("layerwise", "deep"):
             other = thermo(longrange.run(f"longrange_{mode}", longrange.variant(
-                "long_range_ar.pt lj/cut", f"long_range_ar.pt halo {mode} lj/cut")))
+                "long_range_ar.pt2 lj/cut", f"long_range_ar.pt2 halo {mode} lj/cut")))
             # (f_dd[12], the validation's difference, is rounding noise and differs by mode)
             check("longrange", f"halo {mode} gives the same thermo as the default (local)",
                   all(close(local[k], other[k]) for k in ("Step", "Temp", "PotEng", "Press", "c_e")))
