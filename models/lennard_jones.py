@@ -5,7 +5,8 @@ LAMMPS' `pair_style lj/cut` (one epsilon, sigma and cutoff for every species).
 
 With --model-forces the model also returns its own forces, virial and per-atom virials
 (computed analytically) and its energy, so that all three force strategies can run it; its spec
-says force strategy model (the keyword 'forces' picks another for a TorchScript file). With
+says force strategy model, or --force-strategy's (the keyword 'forces' picks another for a
+TorchScript file; a package compiles its spec's in). With
 --fused the pair energies come from the fused kernel torch.ops.nvalchemi_kernels.lj_edge_energy
 (kernels/nvalchemi_kernels.cpp; LAMMPS loads it with `library nvalchemi_kernels.so`).
 """
@@ -114,6 +115,8 @@ def main() -> None:
     parser.add_argument("--float32", action="store_true", help="compute in float32 instead of float64")
     parser.add_argument("--model-forces", action="store_true",
                         help="also return energy, forces, virial and atomic_virials (all force strategies)")
+    parser.add_argument("--force-strategy", choices=["model", "node_energy", "global_energy"], default="model",
+                        help="with --model-forces: the force strategy of its spec (a package compiles it in)")
     parser.add_argument("--fused", action="store_true",
                         help="pair energies from the fused kernel library (one species; not with --model-forces)")
     args = parser.parse_args()
@@ -122,8 +125,8 @@ def main() -> None:
     model = (FusedLennardJones(args.epsilon, args.sigma, args.cutoff, args.shift) if args.fused
              else LennardJones(args.epsilon, args.sigma, args.cutoff, args.shift, args.model_forces))
     spec = {"preset": "SPEC_LJ_HALO"}
-    if args.model_forces:  # forces from the model's own output (other strategies: a keyword)
-        spec.update(outputs=MODEL_FORCES_OUTPUTS, compile={"force_strategy": "model"})
+    if args.model_forces:  # for a TorchScript file, the keyword 'forces' picks another strategy
+        spec.update(outputs=MODEL_FORCES_OUTPUTS, compile={"force_strategy": args.force_strategy})
     save_model(
         model,
         args.output,
