@@ -5,6 +5,9 @@
 #   make sevenn-race  SevenNet-0 under SevenNet's own LAMMPS styles (built from the sevenn wheel's
 #               sources into a copy of LAMMPS, bench/sevenn_peer_build.sh) and under this package:
 #               build/bench/sevenn_race/results.{jsonl,md} (bench/sevenn_race.py; about an hour)
+#   make mliap-race  MACE under MACE's own LAMMPS route, ML-IAP (pair_style mliap unified, built with
+#               KOKKOS and PYTHON into a LAMMPS build of its own, bench/mliap_peer_build.sh) and
+#               under this package: build/bench/mliap_race/results.{jsonl,md} (bench/mliap_race.py)
 #   make soak   the soak benchmark alone (bench/soak.py): memory slope and energy drift, 2 ranks
 #   make sanitize  unit tests and a 4-rank run per halo mode under ASan + UBSan (tools/sanitize.sh)
 #   make fuzz   the parsers under libFuzzer for FUZZ_SECONDS each (tools/fuzz.sh)
@@ -41,8 +44,8 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # (OpenMP backend): pair_style nvalchemi/kk, so that one LAMMPS build serves both styles
 LAMMPS_PACKAGES := USER-NVALCHEMI KSPACE PLUGIN KOKKOS
 
-.PHONY: all deps export-venvs lammps nvalchemi run test bench sevenn-race soak sanitize fuzz cuda-wheel-check \
-  cuda-check clean
+.PHONY: all deps export-venvs lammps nvalchemi run test bench sevenn-race mliap-race soak sanitize fuzz \
+  cuda-wheel-check cuda-check clean
 
 all: nvalchemi
 
@@ -105,6 +108,11 @@ sevenn-race: nvalchemi export-venvs
 	bench/sevenn_peer_build.sh $(BUILD)
 	$(BUILD)/venv-sevenn/bin/python bench/sevenn_race.py --lmp $(LMP) \
 	  --peer-lmp $(BUILD)/sevenn-peer/build/lmp --out $(BUILD)/bench/sevenn_race
+
+mliap-race: nvalchemi export-venvs
+	bench/mliap_peer_build.sh $(BUILD)
+	$(BUILD)/venv-mace/bin/python bench/mliap_race.py --lmp $(LMP) \
+	  --peer-lmp $(BUILD)/mliap-peer/build/lmp --out $(BUILD)/bench/mliap_race
 
 soak: nvalchemi
 	$(PYTHON) bench/soak.py --lmp $(LMP) --models $(BUILD)/nvalchemi/potentials | tee $(BUILD)/soak.jsonl

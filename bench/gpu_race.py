@@ -63,8 +63,10 @@ GRIDS = {1: "1 1 1", 2: "2 1 1", 4: "2 2 1"}
 
 # -- export (in the framework's python) ---------------------------------------------------------
 
-def mace_model(tiny):
-    """A MACE model of MACE-MP-0 medium's size (or a tiny one), random weights, fixed seed."""
+def mace_model(tiny, reduced_cg=True):
+    """A MACE model of MACE-MP-0 medium's size (or a tiny one), random weights, fixed seed;
+    reduced_cg=False: the full Clebsch-Gordan basis of MACE-MP-0's own symmetric contractions
+    (trained before mace-torch reduced it), which MACE's ML-IAP writer can convert."""
     import mace  # noqa: F401  (before e3nn)
     import torch
     from e3nn import o3
@@ -81,7 +83,8 @@ def mace_model(tiny):
         hidden_irreps=o3.Irreps(f"{width}x0e + {width}x1o"), MLP_irreps=o3.Irreps("16x0e"),
         atomic_energies=-np.linspace(1.0, 5.0, len(numbers)), avg_num_neighbors=61.96,
         atomic_numbers=numbers, correlation=correlation, gate=torch.nn.functional.silu,
-        radial_MLP=[64, 64, 64], atomic_inter_scale=1.0, atomic_inter_shift=0.0).eval()
+        radial_MLP=[64, 64, 64], atomic_inter_scale=1.0, atomic_inter_shift=0.0,
+        use_reduced_cg=reduced_cg).eval()
 
 
 def export(args):

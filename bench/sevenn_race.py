@@ -50,7 +50,7 @@ velocity all create 300 4928 loop geom
 timestep 0.001
 fix 1 all nve
 thermo_style custom step pe
-thermo_modify norm no format float %.12g
+thermo_modify norm no format float %.17g
 dump f all custom 1 forces.dump id fx fy fz
 dump_modify f sort id format float %.10g
 run 0
@@ -134,7 +134,10 @@ def failure(proc):
     return f"exit status {proc.returncode}: {lines[-1][:120] if lines else ''}"
 
 
-def race_one(args, lmp, pair, data, grid, atoms, reference, workdir):
+def race_one(args, lmp, pair, data, grid, atoms, reference, workdir, lmp_args=None, env=None):
+    """One run of `pair` on the cell `data` on processor grid `grid`: its status, step time, peak
+    memory per rank and agreement with `reference` (energy, forces); `lmp_args`, `env`: as
+    harness.run_lammps takes them."""
     ranks = int(np.prod([int(n) for n in grid.split("x")]))
     rundir = tempfile.mkdtemp(dir=workdir)
     with open(os.path.join(rundir, "in.race"), "w") as f:
@@ -142,7 +145,8 @@ def race_one(args, lmp, pair, data, grid, atoms, reference, workdir):
     result = {"bench": "sevenn_race", "atoms": len(atoms), "grid": grid, "ranks": ranks}
     try:
         proc = run_lammps(lmp, args.mpirun, ranks, "in.race", rundir, timeout=args.timeout,
-                          wrapper=address_space_cap(args.memory_fraction, ranks) + peak_rss_wrapper(rundir))
+                          wrapper=address_space_cap(args.memory_fraction, ranks) + peak_rss_wrapper(rundir),
+                          lmp_args=lmp_args, env=env)
     except SystemExit as exc:
         return {**result, "status": f"no result within {args.timeout} s: {str(exc).splitlines()[0][:120]}"}
     if proc.returncode != 0:
@@ -159,6 +163,20 @@ def race_one(args, lmp, pair, data, grid, atoms, reference, workdir):
             "max_df_ev_per_a": float(np.abs(forces - ref_forces).max())}
 
 
+def race_arguments(parser, cells, grids):
+    """The arguments every race takes: the LAMMPS of this package, mpirun, the output folder, the
+    cells and processor grids raced, the timed steps and the limits of one run."""
+    parser.add_argument("--lmp", required=True, help="LAMMPS with USER-NVALCHEMI")
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--cells", type=int, nargs="+", default=cells, help="diamond cells per side")
+    parser.add_argument("--grids", nargs="+", default=grids)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--memory-fraction", type=float, default=0.9,
+                        help="the address space all ranks of a run may take, as a fraction of the machine's memory")
+
+
 def markdown(results):
     lines = ["| atoms | grid | style | s/step | peak MB/rank (max) | dE/atom (eV) | max dF (eV/A) |",
              "|---|---|---|---|---|---|---|"]
@@ -173,19 +191,11 @@ def markdown(results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lmp", required=True, help="LAMMPS with USER-NVALCHEMI")
+    race_arguments(parser, [3, 5, 7], ["1x1x1", "2x1x1", "2x2x1", "4x1x1"])
     parser.add_argument("--peer-lmp", required=True, help="LAMMPS with sevenn's styles (sevenn_peer_build.sh)")
-    parser.add_argument("--mpirun", default="mpirun")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--cells", type=int, nargs="+", default=[3, 5, 7], help="diamond cells per side")
-    parser.add_argument("--grids", nargs="+", default=["1x1x1", "2x1x1", "2x2x1", "4x1x1"])
-    parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--styles", nargs="+", default=None,
                         help="race only these styles (default: all; e3gnn, e3gnn/parallel, nvalchemi layerwise, "
                              "nvalchemi compiled, nvalchemi deep)")
-    parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument("--memory-fraction", type=float, default=0.9,
-                        help="the address space all ranks of a run may take, as a fraction of the machine's memory")
     args = parser.parse_args()
     os.environ["OMP_NUM_THREADS"] = "1"
     os.makedirs(args.out, exist_ok=True)

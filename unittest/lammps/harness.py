@@ -15,11 +15,11 @@ import numpy as np
 
 def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
                timeout: float = 300.0, wrapper: Optional[List[str]] = None,
-               lmp_args: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+               lmp_args: Optional[List[str]] = None, env: Optional[dict] = None) -> subprocess.CompletedProcess:
     """Run `lmp -in input_file` on `nranks` ranks; a hang becomes a failure after `timeout` seconds.
     `wrapper` is a command each rank's lmp runs under (e.g. /usr/bin/time); `lmp_args` are more
-    command-line switches of lmp (e.g. KOKKOS_SWITCHES). A relative `lmp` path is taken from the
-    caller's directory, not from `cwd`."""
+    command-line switches of lmp (e.g. KOKKOS_SWITCHES); `env`: the ranks' environment (default
+    this process's). A relative `lmp` path is taken from the caller's directory, not from `cwd`."""
     if os.sep in lmp:
         lmp = os.path.abspath(lmp)
     cmd = ([mpirun, "-np", str(nranks), "--oversubscribe"] + (wrapper or []) +
@@ -28,7 +28,7 @@ def run_lammps(lmp: str, mpirun: str, nranks: int, input_file: str, cwd: str,
     # ends and removes it while another creates its own inside ("A call to mkdir was unable to
     # create the desired directory"), as tests running side by side do
     with tempfile.TemporaryDirectory(prefix="ompi") as session:
-        env = dict(os.environ, OMPI_MCA_orte_tmpdir_base=session)
+        env = dict(os.environ if env is None else env, OMPI_MCA_orte_tmpdir_base=session)
         try:
             return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired as exc:
