@@ -43,7 +43,8 @@ namespace NVAlchemi {
     try {
       module->place_on(device);
     } catch (std::exception &e) {
-      error->all(FLERR, Error::NOLASTLINE, "Cannot move fix nvalchemi/dd hook {} to device {}: {}",
+      // (a package is loaded here, for the device: its errors are load errors too)
+      error->all(FLERR, Error::NOLASTLINE, "Cannot load fix nvalchemi/dd hook {} on device {}: {}",
                  module_file, device.str(), e.what());
     }
   }

@@ -307,6 +307,10 @@ def aoti_cases(aoti_model, workdir):
          dict(ok, keywords=" output atomic_energies per_node all_reduce"),
          r"the package was compiled to differentiate the sum of the owned rows of 'atomic_energies' and the "
          r"spec this run uses asks to differentiate the sum of 'atomic_energies'"),
+        ("a model package given as fix nvalchemi/dd's hook",
+         dict(ok, after=f"fix dd all nvalchemi/dd hook {aoti_model} local 1\n"),
+         r"Cannot load fix nvalchemi/dd hook .*lj_ar\.pt2 on device cpu: the AOTInductor package records no "
+         r"nvalchemi_hook_inputs, so it is not a hook \(a model file\?\)"),
         ("AOTInductor package compiled for another machine", dict(ok, model=other_machine),
          r"Cannot load .*other_machine\.pt2 as an AOTInductor model: the package was compiled for riscv64 "
          r"and this is"),
