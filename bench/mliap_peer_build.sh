@@ -32,9 +32,10 @@ for need in "$python" "$lammps_src/src/ML-IAP/mliap_unified_couple.pyx" "$kokkos
 done
 "$python" -c 'import mace, numpy' ||
   { echo "mliap_peer_build: $python has no mace-torch (tools/install-export-venvs.sh)" >&2; exit 1; }
-python_version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-[ -f "/usr/include/python$python_version/Python.h" ] ||
-  { echo "mliap_peer_build: LAMMPS' PYTHON package needs Python.h (apt-get install python$python_version-dev)" >&2; exit 1; }
+# the headers of the Python the venv was made from (Debian's python3-dev, or a pyenv build's own)
+include=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+[ -f "$include/Python.h" ] ||
+  { echo "mliap_peer_build: LAMMPS' PYTHON package needs $include/Python.h (Debian: apt-get install python3-dev)" >&2; exit 1; }
 
 # Cython, for the build only
 cython_dir=$peer/cython
@@ -54,5 +55,7 @@ if [ ! -f "$peer/build/CMakeCache.txt" ]; then
     -DPython_EXECUTABLE="$python" -DCythonize_EXECUTABLE="$cython_dir/bin/cythonize" >/dev/null
 fi
 cmake --build "$peer/build" -j "$(nproc)" --target lmp
-"$peer/build/lmp" -h | grep -q "mliap/kk" || { echo "mliap_peer_build: lmp lacks mliap/kk" >&2; exit 1; }
+# (the help into a file: grep -q in a pipe may end lmp early, a failure under pipefail)
+"$peer/build/lmp" -h > "$peer/lmp-help.txt"
+grep -q "mliap/kk" "$peer/lmp-help.txt" || { echo "mliap_peer_build: lmp lacks mliap/kk" >&2; exit 1; }
 echo "mliap_peer_build: $peer/build/lmp"

@@ -60,11 +60,14 @@ def peer_environment(peer_lmp):
 
 
 def cueq_dependencies(peer_lmp):
-    """cuEquivariance (pure Python, no GPU kernels) in the peer folder, for ML-IAP's writer."""
+    """cuEquivariance (pure Python, no GPU kernels) in the peer folder, for ML-IAP's writer; why
+    not, where pip cannot install it (else "")."""
     target = os.path.abspath(os.path.join(os.path.dirname(peer_lmp), "..", "pydeps"))
-    if not glob.glob(os.path.join(target, "lib", "python*", "site-packages", "cuequivariance_torch")):
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--prefix", target, "--ignore-installed",
-                        "--no-deps", "cuequivariance", "cuequivariance-torch"], check=True)
+    if glob.glob(os.path.join(target, "lib", "python*", "site-packages", "cuequivariance_torch")):
+        return ""
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--prefix", target, "--ignore-installed",
+                           "--no-deps", "cuequivariance", "cuequivariance-torch"], capture_output=True, text=True)
+    return "" if proc.returncode == 0 else "pip could not install cuequivariance: " + proc.stderr.strip()[-160:]
 
 
 def write_models(workdir, tiny, dtypes, peer_lmp, styles):
@@ -149,7 +152,10 @@ def main():
         print(f"note: no ML-IAP peer build ({args.peer_lmp or 'no --peer-lmp'}): ML-IAP is not raced "
               "(bench/mliap_peer_build.sh builds it)")
     elif "mliap" in args.styles:
-        cueq_dependencies(peer)
+        missing = cueq_dependencies(peer)
+        if missing:
+            print(f"note: {missing}: ML-IAP is not raced")
+            peer = ""
     workdir = tempfile.mkdtemp(prefix="mliap_race.")
     source, pairs = write_models(workdir, args.tiny, args.dtypes, peer, args.styles)
     results = []

@@ -189,9 +189,10 @@ class _ContractProgram(torch.nn.Module):
         if not differentiate:
             return returned + (edge_vectors.new_zeros(0, 3),)
         energies = outputs[self.energy_output]
-        if self.gradient_of == AOTI_GRADIENT_OF_OWNED_ROWS:
-            owned = torch.arange(energies.shape[0], device=energies.device) < count
-            energies = torch.where(owned, energies, torch.zeros_like(energies))
+        if self.gradient_of == AOTI_GRADIENT_OF_OWNED_ROWS:  # rows of any width ([N] or [N, 1])
+            rows = energies.shape[0]
+            owned = (torch.arange(rows, device=energies.device) < count).to(energies.dtype)
+            energies = energies.reshape(rows, -1) * owned.unsqueeze(1)
         (gradient,) = torch.autograd.grad([energies.sum()], [edge_vectors], allow_unused=True)
         if gradient is None:
             gradient = torch.zeros_like(edge_vectors)

@@ -9,7 +9,8 @@ from typing import Dict, Tuple
 
 import torch
 
-from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OUTPUTS, AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
+from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_GRADIENT, AOTI_NO_GRADIENT, AOTI_OUTPUTS,
+                                      AOTI_OWNED_ROWS, AOTI_OWNED_ROWS_AS_SIZE,
                                       AOTI_PACKAGE_MARKER, AOTI_PACKAGE_SIGNATURE, AOTI_PACKAGE_SUFFIX,
                                       AOTINDUCTOR, CONTRACT_INPUTS, METADATA_FILE, TORCHSCRIPT,
                                       TORCHSCRIPT_SUFFIX)
@@ -39,7 +40,9 @@ def output_format(path: str) -> str:
 
 
 class LoadedModel:
-    """A model file as (atomic energies, d(owned energy)/d(edge_vectors)) of contract inputs."""
+    """A model file as (atomic energies, d(energy)/d(edge_vectors)) of contract inputs: the owned
+    rows' energy for a TorchScript file, the energy its spec differentiates for a package (its
+    compiled gradient; zeros where it has none)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -50,8 +53,12 @@ class LoadedModel:
             self.metadata_text = meta.get(METADATA_FILE, "")
             self.energy_key = meta.get(AOTI_ENERGY_OUTPUT, DEFAULT_ENERGY_KEY)
             self.owned_rows_as_size = meta.get(AOTI_OWNED_ROWS) == AOTI_OWNED_ROWS_AS_SIZE
-            # what the program returns before the gradient (packages written before: the energies)
+            # what the program returns before the gradient (packages written before: the energies),
+            # and whether that gradient is none (a model that returns its own forces)
             self.output_names = meta.get(AOTI_OUTPUTS, self.energy_key).split()
+            self.no_gradient = meta.get(AOTI_GRADIENT) == AOTI_NO_GRADIENT
+            if DEFAULT_ENERGY_KEY in self.output_names:  # per-row energies, as for TorchScript
+                self.energy_key = DEFAULT_ENERGY_KEY
         else:
             extra = {METADATA_FILE: ""}
             self.module = torch.jit.load(path, _extra_files=extra)
@@ -76,7 +83,7 @@ class LoadedModel:
                 positional[-1] = inputs["atomic_numbers"][: int(inputs["n_owned"])]
             *values, gradient = self.program(*positional)
             energies = values[self.output_names.index(self.energy_key)]
-            if gradient.shape[0] != positional[3].shape[0]:  # none: the model returns its own forces
+            if self.no_gradient:
                 gradient = torch.zeros_like(positional[3])
             return energies, gradient
         edge_vectors = inputs["edge_vectors"].detach().requires_grad_(True)

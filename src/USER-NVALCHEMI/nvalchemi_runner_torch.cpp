@@ -223,8 +223,9 @@ namespace NVAlchemi {
     const auto real_edges = gradient.defined()
         ? scaled(gradient.narrow(0, 0, graph.num_edges()), units.force())
         : gradient;
+    // (asked every call: it also clears the gradients a resident graph kept from the last)
     const bool host_gradient =
-        gradient.defined() && !keep_resident_gradients(graph, real_edges, outputs);
+        !keep_resident_gradients(graph, real_edges, outputs) && gradient.defined();
     if (host_gradient) results.push_back(real_edges);
     for (size_t k = 0; k < values.size(); ++k)
       results.push_back(scaled(real_rows(values[k], graph), units.output(keys[k])));
