@@ -5,7 +5,7 @@ ahead of time), and a model returning zeros from the same inputs (bench/run.py w
 step is the package's own cost: neighbor list, graph, tensors, tally.
 
     build/venv/bin/python bench/lj_overhead.py --lmp build/lammps/lmp \\
-        --model build/nvalchemi/potentials/lj_ar.pt build/nvalchemi/potentials/lj_ar.pt2
+        --model build/nvalchemi/potentials/lj_ar.pt potentials/lj_ar.pt2
 
 Prints one JSON object per (model, threads, graph, atoms, ranks): time per step of each style (LAMMPS'
 "Loop time", the best of --repeat runs, taken in turns with lj/cut), their ratio, and the

@@ -33,7 +33,8 @@ run {steps}
 
 def measure(args, mode, cells, ranks, workdir, extension=".pt"):
     rundir = tempfile.mkdtemp(dir=workdir)
-    model = os.path.abspath(os.path.join(args.models, f"schnet_{mode}{extension}"))
+    folder = args.packages if extension == ".pt2" and args.packages else args.models
+    model = os.path.abspath(os.path.join(folder, f"schnet_{mode}{extension}"))
     with open(os.path.join(rundir, "in.bench"), "w") as f:
         f.write(INPUT.format(system=melt_commands(cells, 1.5), steps=args.steps, model=model))
     proc = run_lammps(args.lmp, args.mpirun, ranks, "in.bench", rundir, timeout=3600,
@@ -53,6 +54,7 @@ def main():
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--models", required=True, help="folder with schnet_layerwise.pt and schnet_deep.pt")
+    parser.add_argument("--packages", default="", help="folder with their .pt2 packages (default: --models)")
     parser.add_argument("--cells", type=int, nargs="+", default=[10, 16], help="fcc cells per edge (4 atoms each)")
     parser.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--steps", type=int, default=5)

@@ -2,7 +2,7 @@
 8-10 and 14-18, maximum over ranks), averaged over the steps of one run, for each model given.
 
     build/venv/bin/python bench/phase_times.py --lmp build/lammps/lmp \\
-        --model build/nvalchemi/potentials/lj_ar.pt build/nvalchemi/potentials/lj_ar.pt2
+        --model build/nvalchemi/potentials/lj_ar.pt potentials/lj_ar.pt2
 
 Prints one JSON object per (model, atoms, ranks, style): milliseconds per step in graph (and
 padding), tensors (inputs made, outputs converted), forward, backward (the package's autograd; 0

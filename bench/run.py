@@ -168,13 +168,17 @@ def main():
     parser.add_argument("--lmp", required=True)
     parser.add_argument("--mpirun", default="mpirun")
     parser.add_argument("--models", required=True, help="the reference models' folder (lj_ar.pt, schnet_*.pt ...)")
+    parser.add_argument("--packages", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "potentials"),
+                        help="the folder of their AOTInductor packages (lj_ar.pt2, schnet_*.pt2), which make "
+                             "compiles into potentials/ (the default)")
     parser.add_argument("--out", required=True, help="folder for the zero model and the results")
     parser.add_argument("--kernels", required=True, help="the package's operator library nvalchemi_kernels.so")
     parser.add_argument("--quick", action="store_true", help="tiny systems, one repeat: checks that it all runs")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     lmp = ["--lmp", os.path.abspath(args.lmp), "--mpirun", args.mpirun]
-    model = lambda name: os.path.join(os.path.abspath(args.models), name)  # noqa: E731
+    model = lambda name: os.path.join(os.path.abspath(args.packages if name.endswith(".pt2") else args.models),  # noqa: E731
+                                      name)
     zero = os.path.join(args.out, "zero_ar.pt")
     save_model(Zero(), zero, cutoff=2.5, species=[18], units="lj", spec={"preset": "SPEC_LJ_HALO"})
 
@@ -185,7 +189,8 @@ def main():
                   "--repeat", 1 if q else 5, "--steps", 5 if q else 50)
     results += run("lj_overhead.py", *lmp, "--model", model("lj_ar.pt"), "--threads", 1, 2,
                    "--cells", 3 if q else 10, "--repeat", 1 if q else 2, "--steps", 5 if q else 50)
-    results += run("mp_halo.py", *lmp, "--models", os.path.abspath(args.models), "--format", "pt", "pt2",
+    results += run("mp_halo.py", *lmp, "--models", os.path.abspath(args.models), "--packages",
+                   os.path.abspath(args.packages), "--format", "pt", "pt2",
                    *(["--cells", 4, "--ranks", 1, 2, "--steps", 1] if q else ["--cells", 10, "--ranks", 1, 2, 4]))
     results += run("gp_halo.py", *lmp, *(["--cells", 3, "--layers", 2, "--ranks", 2, "--steps", 1] if q else []))
     results += run("pme_mesh.py", *lmp, *(["--cells", 2, "--mesh", 16, "--ranks", 1, 2, "--steps", 1] if q else []))
