@@ -237,19 +237,12 @@ namespace NVAlchemi {
               throw std::runtime_error("the AOTInductor program must return edge gradients [" +
                                        std::to_string(nedges) + ", 3]");
             placement.check_output("edge gradients", gradient);
-            gradient = gradient.view({nedges, 3}) * share.weight;
+            gradient = scaled(gradient.view({nedges, 3}), share.weight);
           }
           const size_t at =
               std::find(output_keys.begin(), output_keys.end(), share.key) - output_keys.begin();
-          at::Tensor energy = real_rows(result[at], graph);
-          if (share.owned_rows) {
-            if (energy.dim() == 0 || energy.size(0) != graph.num_rows())
-              throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
-                                       std::to_string(graph.num_rows()) + ")");
-            energy = energy.narrow(0, 0, graph.n_owned);
-          }
-          hand_back(graph, energy.sum() * share.weight, gradient, output_keys, result, placement,
-                    units, outputs);
+          hand_back(graph, share_total(result[at], graph, share), gradient, output_keys, result,
+                    placement, units, outputs);
         });
       }
 

@@ -214,6 +214,26 @@ namespace NVAlchemi {
     out.values.assign(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
   }
 
+  torch::Tensor share_total(torch::Tensor energy, const Graph &graph, const EnergyShare &share,
+                            const torch::Tensor &n_owned)
+  {
+    const bool masked = n_owned.defined();
+    if (!masked) energy = real_rows(energy, graph);
+    if (share.owned_rows) {
+      const int64_t rows = masked ? graph.tensor_rows() : graph.num_rows();
+      if (energy.dim() == 0 || energy.size(0) != rows)
+        throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
+                                 std::to_string(graph.tensor_rows()) + ")");
+      if (masked) {
+        const auto owned = torch::arange(rows, n_owned.options()) < n_owned;
+        energy = energy.reshape({rows, -1}) * owned.to(energy.dtype()).unsqueeze(1);
+      } else {
+        energy = energy.narrow(0, 0, graph.n_owned);
+      }
+    }
+    return scaled(energy.sum(), share.weight);
+  }
+
   void hand_back(const Graph &graph, const torch::Tensor &total, const torch::Tensor &gradient,
                  const std::vector<std::string> &keys, const std::vector<torch::Tensor> &values,
                  Placement &placement, const UnitConversion &units, ModelOutputs &outputs)

@@ -128,6 +128,14 @@ namespace NVAlchemi {
   // A host tensor (contiguous double) into `out`: its shape and values.
   void copy_output(const torch::Tensor &host, OutputTensor &out);
 
+  // The energy share of a call on `graph`: the `share.key` output `energy` summed (its owned rows
+  // where share.owned_rows) times share.weight. With `n_owned` (a CUDA graph's input) the owned
+  // rows are those below it, masked over the padded rows, so that one capture holds any count;
+  // without it, the graph's own counts. Throws where owned rows are asked of a tensor without
+  // one row per atom.
+  torch::Tensor share_total(torch::Tensor energy, const Graph &graph, const EnergyShare &share,
+                            const torch::Tensor &n_owned = {});
+
   // What a model's call on `graph` returned, back on the host together, in the run's units:
   // the energy share `total`, the real edges' `gradient` with respect to edge_vectors (undefined:
   // none; kept on the device for a resident graph) and the outputs `values`, named `keys`, into

@@ -167,21 +167,8 @@ namespace NVAlchemi {
         if (!dict.contains(share.key))
           throw std::runtime_error("the model's output has no '" + share.key +
                                    "' entry, the energy its spec names");
-        auto energy = dict.at(share.key).toTensor();
-        if (!masked) energy = real_rows(energy, graph);
-        if (share.owned_rows) {
-          const int64_t rows = masked ? graph.tensor_rows() : graph.num_rows();
-          if (energy.dim() == 0 || energy.size(0) != rows)
-            throw std::runtime_error("'" + share.key + "' must have one row per atom (" +
-                                     std::to_string(graph.tensor_rows()) + ")");
-          if (masked) {
-            const auto owned = torch::arange(rows, in[6].options()) < in[6];
-            energy = energy.reshape({rows, -1}) * owned.to(energy.dtype()).unsqueeze(1);
-          } else {
-            energy = energy.narrow(0, 0, graph.n_owned);
-          }
-        }
-        const auto total = energy.sum() * share.weight;
+        const auto total = share_total(dict.at(share.key).toTensor(), graph, share,
+                                       masked ? in[6] : torch::Tensor());
 
         torch::Tensor gradient;
         start = Clock::now();
