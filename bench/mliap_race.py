@@ -32,18 +32,15 @@ keeps its settings in the pickled file).
 
 import argparse
 import glob
-import json
 import os
 import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from gpu_race import mace_model  # noqa: E402
-from sevenn_race import console, make_cell, race_arguments, race_one, write_data  # noqa: E402
+from sevenn_race import console, make_cell, race_arguments, race_one, record, write_data  # noqa: E402
 
 STYLES = ("mliap", "nvalchemi layerwise", "nvalchemi compiled")
 # what --check allows a float64 run of this package against MACE's calculator
@@ -182,10 +179,7 @@ def main():
                         else:
                             result.update(race_one(args, args.lmp, pair, data, grid, atoms, reference, workdir))
                         result["bench"] = "mliap_race"
-                        results.append(result)
-                        print(json.dumps(result), flush=True)
-                        jsonl.write(json.dumps(result) + "\n")
-                        jsonl.flush()
+                        record(result, results, jsonl)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(markdown(results))
     print(markdown(results))

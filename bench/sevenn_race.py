@@ -163,6 +163,15 @@ def race_one(args, lmp, pair, data, grid, atoms, reference, workdir, lmp_args=No
             "max_df_ev_per_a": float(np.abs(forces - ref_forces).max())}
 
 
+def record(result, results, jsonl):
+    """One run's result: kept, printed and written as a JSON line at once (a long race keeps
+    what it measured if it stops)."""
+    results.append(result)
+    print(json.dumps(result), flush=True)
+    jsonl.write(json.dumps(result) + "\n")
+    jsonl.flush()
+
+
 def race_arguments(parser, cells, grids):
     """The arguments every race takes: the LAMMPS of this package, mpirun, the output folder, the
     cells and processor grids raced, the timed steps and the limits of one run."""
@@ -216,11 +225,8 @@ def main():
             plan = [(style, grid) for style, grid in plan if args.styles is None or style in args.styles]
             for style, grid in plan:
                 lmp = args.peer_lmp if style.startswith("e3gnn") else args.lmp
-                result = {"style": style, **race_one(args, lmp, pairs[style], data, grid, atoms, reference, workdir)}
-                results.append(result)
-                print(json.dumps(result), flush=True)
-                jsonl.write(json.dumps(result) + "\n")
-                jsonl.flush()
+                record({"style": style, **race_one(args, lmp, pairs[style], data, grid, atoms, reference, workdir)},
+                       results, jsonl)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write(markdown(results))
     print(markdown(results))
