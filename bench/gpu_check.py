@@ -80,6 +80,8 @@ CASES = {
     # AOTInductor packages compiled on the checked machine for its device, the same weights
     "layerwise_aoti": ("ar", "schnet_layerwise.pt2", "", "", "layerwise"),
     "deep_aoti": ("ar", "schnet_deep.pt2", "", "", "deep"),
+    # a package's run captured as a CUDA graph (AOTInductor's single-threaded runner)
+    "deep_aoti_cuda_graph": ("ar", "schnet_deep.pt2", " static_shapes yes cuda_graph yes", "", "deep"),
 }
 
 PARITY_INPUT = """units {units}

@@ -2,8 +2,12 @@
 PyTorch, under the same names and schemas: importing this module lets a model that calls
 torch.ops.nvalchemi_kernels.* be scripted, and run in Python. In LAMMPS the C++ library serves
 them, loaded with `pair_style nvalchemi model.pt library <build>/nvalchemi_kernels.so`
-(doc/pair_nvalchemi.rst). Where the C++ library is loaded already, this module defines nothing.
+(doc/pair_nvalchemi.rst). Where the C++ library is loaded already, or NVALCHEMI_KERNELS_LIBRARY
+names it (this module then loads it), only the ops' shapes are defined here, for tracing: an
+AOTInductor export then keeps the calls in its program, which the library serves at run time.
 """
+
+import os
 
 import torch
 
@@ -40,7 +44,17 @@ def _registered() -> bool:
         return False
 
 
-if not _registered():
+if not _registered() and os.environ.get("NVALCHEMI_KERNELS_LIBRARY"):
+    torch.ops.load_library(os.environ["NVALCHEMI_KERNELS_LIBRARY"])
+if _registered():
+    @torch.library.register_fake("nvalchemi_kernels::lj_edge_energy")
+    def _lj_edge_energy_shape(edge_vectors, edge_types, epsilon, sigma, offset):
+        return edge_vectors.new_empty(edge_vectors.shape[0])
+
+    @torch.library.register_fake("nvalchemi_kernels::lj_edge_energy_backward")
+    def _lj_edge_energy_backward_shape(grad, edge_vectors, edge_types, epsilon, sigma):
+        return torch.empty_like(edge_vectors)
+else:
     _LIBRARY = torch.library.Library("nvalchemi_kernels", "DEF")
     for _name, _schema in SCHEMAS.items():
         _LIBRARY.define(_schema)

@@ -101,12 +101,11 @@ namespace NVAlchemi {
     m.graph_optimization = keywords.jit_optimize;
     load_pair_model(lmp, arg[0], m);
     m.cuda_graph = keywords.cuda_graph;
-    if (m.cuda_graph &&
-        (!m.device.is_gpu() || !*m.spec.compile.static_shapes || !m.model->cuda_graphs()))
+    if (m.cuda_graph && (!m.device.is_gpu() || !*m.spec.compile.static_shapes))
       lmp->error->all(FLERR, Error::NOLASTLINE,
-                      "pair_style nvalchemi cuda_graph yes captures a TorchScript model's calls "
-                      "on a GPU at fixed shapes: it needs a .pt model, device cuda and "
-                      "static_shapes yes (model {}: {}, device {}, static_shapes {})",
+                      "pair_style nvalchemi cuda_graph yes captures a model's calls on a GPU at "
+                      "fixed shapes: it needs device cuda and static_shapes yes (model {}: {}, "
+                      "device {}, static_shapes {})",
                       m.model_file, m.model->format(), m.device.str(),
                       *m.spec.compile.static_shapes ? "yes" : "no");
   }
@@ -231,7 +230,7 @@ namespace NVAlchemi {
                          const Graph &model_graph, bool &problem_reported)
   {
     const bigint step = lmp->update->ntimestep;
-    const CudaGraphCapture &capture = *m.model->cuda_graphs();
+    const CudaGraphCapture &capture = m.model->cuda_graphs();
     if (capture.captures() > captures_before && lmp->comm->me == 0)
       utils::logmesg(lmp,
                      "pair_style nvalchemi: the model's call captured as a CUDA graph on step {} "

@@ -33,8 +33,7 @@ namespace NVAlchemi {
     bool graph_optimization = false;
   };
 
-  // CUDA-graph capture of a model's calls, a capability a runner may offer (cuda_graphs()):
-  // while enabled, each call is captured once per set of input shapes (static shapes on a GPU)
+  // CUDA-graph capture of a model's calls (ModelRunner::cuda_graphs()): while enabled, each call is captured once per set of input shapes (static shapes on a GPU)
   // and replayed after. A capture that fails is not tried again and the call runs uncaptured;
   // problem() then says why.
   class CudaGraphCapture {
@@ -82,9 +81,8 @@ namespace NVAlchemi {
     // No effect on the CPU.
     virtual void set_synchronized_phases(bool on) = 0;
 
-    // CUDA-graph capture of the calls (pair_style keyword cuda_graph), where the format offers
-    // it; nullptr where it does not.
-    virtual CudaGraphCapture *cuda_graphs() { return nullptr; }
+    // CUDA-graph capture of the calls (pair_style keyword cuda_graph; a GPU only).
+    virtual CudaGraphCapture &cuda_graphs() = 0;
 
     // One model call on `graph`: all outputs, and the gradient of this rank's energy share
     // with respect to the edge vectors. `exchanger` serves the model's torch.ops.nvalchemi

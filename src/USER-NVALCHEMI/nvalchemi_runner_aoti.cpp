@@ -12,6 +12,7 @@
 ------------------------------------------------------------------------- */
 
 #include "nvalchemi_runner.h"
+#include "nvalchemi_runner_cuda_graph.h"
 #include "nvalchemi_runner_torch.h"
 
 #include "nvalchemi_model_metadata.h"
@@ -114,9 +115,17 @@ namespace NVAlchemi {
     package.meta =
         torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(file.path, "model");
     check_target(package.meta, device);
-    package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-        file.path, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
-        static_cast<c10::DeviceIndex>(device.loader_index()));
+    // one caller at a time: the single-threaded run has none of the container's locks and
+    // events, which a CUDA-graph capture of the run refuses
+    try {
+      package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+          file.path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
+          static_cast<c10::DeviceIndex>(device.loader_index()));
+    } catch (const c10::Error &e) {
+      // the program's calls of operators beyond ATen's are resolved when it loads
+      name_a_missing_operator(e.what_without_backtrace(), "Could not find schema for ");
+      throw;
+    }
     return package;
   }
 
@@ -134,16 +143,22 @@ namespace NVAlchemi {
       // time fails the call, naming it)
       std::vector<std::string> custom_operators() const override { return {}; }
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
+      // the program's run, forward and backward, captured whole
+      CudaGraphCapture &cuda_graphs() override { return capture; }
 
      protected:
-      // The program run on `inputs`, timed into `outputs` (marshal_seconds: since `start`).
+      // The program run on `inputs` (replayed from its CUDA graph where capture is on), timed
+      // into `outputs` (marshal_seconds: since `start`).
       std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs, Clock::time_point start,
                                   ModelOutputs &outputs)
       {
         placement.phase_end();
         outputs.marshal_seconds = seconds_since(start);
         start = Clock::now();
-        std::vector<at::Tensor> result = loader->run(inputs);
+        auto replayed = capture.run(inputs, [&](const std::vector<at::Tensor> &given) {
+          return loader->run(given);
+        });
+        std::vector<at::Tensor> result = replayed ? std::move(*replayed) : loader->run(inputs);
         placement.phase_end();
         outputs.forward_seconds = seconds_since(start);
         outputs.backward_seconds = 0.0;    // compiled into the program's run
@@ -156,6 +171,7 @@ namespace NVAlchemi {
 
       std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
       Placement placement;
+      CallCapture capture;
     };
 
     // A package of the package's exporter: the model contract's program. It returns the

@@ -9,8 +9,11 @@
 
 #include <torch/script.h>
 
+#include "nvalchemi_runner.h"
+
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,35 @@ namespace NVAlchemi {
     struct Graph;    // the CUDA graph with its static inputs and outputs
     std::unique_ptr<Graph> graph;
     int captured = 0;
+  };
+
+  // A runner's CUDA-graph capture (ModelRunner::cuda_graphs()), whatever its format: while
+  // enabled, a call goes through a CapturedCall; the first capture that fails turns capture off
+  // for good, and problem() says why.
+  class CallCapture : public CudaGraphCapture {
+   public:
+    void enable(bool on) override { capturing = on && why_not.empty(); }
+    int captures() const override { return call.captures(); }
+    const std::string &problem() const override { return why_not; }
+    // `work` on `inputs`, captured or replayed (CapturedCall::run); nothing while capture is
+    // off, or when this capture failed: the caller then runs the work itself.
+    std::optional<std::vector<torch::Tensor>> run(const std::vector<torch::Tensor> &inputs,
+                                                  const CapturedCall::Work &work)
+    {
+      if (!capturing) return std::nullopt;
+      try {
+        return call.run(inputs, work);
+      } catch (const std::runtime_error &e) {
+        why_not = e.what();
+        capturing = false;
+        return std::nullopt;
+      }
+    }
+
+   private:
+    CapturedCall call;
+    bool capturing = false;
+    std::string why_not;
   };
 
 }    // namespace NVAlchemi

@@ -128,6 +128,18 @@ namespace NVAlchemi {
                              " (where pair_style nvalchemi placed its inputs)");
   }
 
+  void name_a_missing_operator(const std::string &text, const std::string &marker)
+  {
+    const size_t at = text.find(marker);
+    if (at == std::string::npos) return;
+    std::string op = text.substr(at + marker.size());
+    op = op.substr(0, op.find_first_of(".\n "));
+    throw std::runtime_error("the model calls the operator " + op +
+                             ", which no loaded library registers: load the library that "
+                             "provides it before the model, with the pair_style keyword "
+                             "'library <file>.so'");
+  }
+
   torch::Tensor pbc_tensor(const Cell &cell)
   { return torch::tensor({cell.pbc[0], cell.pbc[1], cell.pbc[2]}, torch::kBool).view({1, 3}); }
 

@@ -150,6 +150,11 @@ namespace NVAlchemi {
     ~ExchangeScope();
   };
 
+  // Throws std::runtime_error naming the operator and the keyword that loads a library for it
+  // where a loader's message `text` says, after `marker`, that an operator ("ns::name") is
+  // unknown; returns otherwise.
+  void name_a_missing_operator(const std::string &text, const std::string &marker);
+
   // LibTorch's errors as std::runtime_error with their message (no backtrace).
   template <typename F> void rethrow_torch_errors(F &&body)
   {

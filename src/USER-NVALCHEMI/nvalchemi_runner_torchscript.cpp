@@ -23,21 +23,6 @@ namespace LAMMPS_NS {
 namespace NVAlchemi {
 
   namespace {
-    // LibTorch's "Unknown builtin op: ns::name." as an error a LAMMPS user can act on
-    // (TorchScript's compiler reports it as a torch::jit::ErrorReport, not a c10::Error)
-    void name_a_missing_operator(const std::string &text)
-    {
-      const std::string marker = "Unknown builtin op: ";
-      const size_t at = text.find(marker);
-      if (at == std::string::npos) return;
-      std::string op = text.substr(at + marker.size());
-      op = op.substr(0, op.find_first_of(".\n "));
-      throw std::runtime_error("the model calls the operator " + op +
-                               ", which no loaded library registers: load the library that "
-                               "provides it before the model, with the pair_style keyword "
-                               "'library <file>.so'");
-    }
-
     // namespaces of ATen, TorchScript's own nodes and the package's exchange ops
     bool is_builtin_namespace(const std::string &ns)
     {
@@ -58,7 +43,7 @@ namespace NVAlchemi {
 
     // A TorchScript module: forward(Dict[str, Tensor]) -> Dict[str, Tensor]; the package
     // differentiates the energy share with LibTorch's autograd.
-    class TorchScriptRunner : public ModelRunner, private CudaGraphCapture {
+    class TorchScriptRunner : public ModelRunner {
      public:
       TorchScriptRunner(const std::string &archive, const Device &device) : placement(device)
       {
@@ -69,7 +54,8 @@ namespace NVAlchemi {
           try {
             module = torch::jit::load(stream, placement.device(), extra);
           } catch (const std::exception &e) {
-            name_a_missing_operator(e.what());
+            // (TorchScript's compiler reports it as a torch::jit::ErrorReport, not a c10::Error)
+            name_a_missing_operator(e.what(), "Unknown builtin op: ");
             throw;
           }
           module.eval();
@@ -95,7 +81,7 @@ namespace NVAlchemi {
         return {ops.begin(), ops.end()};
       }
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
-      CudaGraphCapture *cuda_graphs() override { return this; }
+      CudaGraphCapture &cuda_graphs() override { return capture; }
 
       void evaluate(const Graph &graph, const Cell &cell, const EnergyShare &share,
                     Exchanger *exchanger, ModelOutputs &outputs) override
@@ -112,25 +98,19 @@ namespace NVAlchemi {
           // executor answers by profiling and specializing again; off, the model runs op by
           // op as written (the setting is LibTorch's; restored after this call)
           torch::jit::GraphOptimizerEnabledGuard optimizer(graph_optimization);
+          const std::vector<torch::Tensor> inputs(in.tensors, in.tensors + ContractInputs::COUNT);
+          start = Clock::now();
           std::vector<torch::Tensor> result;
-          if (cuda_graph) {
-            start = Clock::now();
-            try {
-              result = captured.run({in.tensors, in.tensors + ContractInputs::COUNT},
-                                    [&](const std::vector<torch::Tensor> &inputs) {
-                                      return call(inputs, graph, share, true, nullptr);
-                                    });
-            } catch (const std::runtime_error &e) {
-              capture_problem = e.what();
-              cuda_graph = false;
-            }
+          if (auto replayed = capture.run(inputs, [&](const std::vector<torch::Tensor> &given) {
+                return call(given, graph, share, true, nullptr);
+              })) {
+            result = std::move(*replayed);
             placement.phase_end();
             outputs.forward_seconds = seconds_since(start);    // forward and backward
             outputs.backward_seconds = 0.0;
+          } else {
+            result = call(inputs, graph, share, false, &outputs);
           }
-          if (!cuda_graph)
-            result = call({in.tensors, in.tensors + ContractInputs::COUNT}, graph, share, false,
-                          &outputs);
           check_inputs_unchanged(in);
 
           hand_back(graph, result[0], result[1], output_keys, {result.begin() + 2, result.end()},
@@ -195,9 +175,7 @@ namespace NVAlchemi {
       Placement placement;
       bool graph_optimization = false;
       std::vector<std::string> output_keys;    // the model's outputs, in the order of call()'s
-      bool cuda_graph = false;
-      CapturedCall captured;
-      std::string capture_problem;    // why a capture failed
+      CallCapture capture;
 
       // any energy share: the module's outputs are summed and differentiated here
       void check_share(const EnergyShare &) const override {}
@@ -206,9 +184,6 @@ namespace NVAlchemi {
         placement.real = options.float64 ? torch::kFloat64 : torch::kFloat32;
         graph_optimization = options.graph_optimization;
       }
-      void enable(bool on) override { cuda_graph = on && capture_problem.empty(); }
-      int captures() const override { return captured.captures(); }
-      const std::string &problem() const override { return capture_problem; }
     };
   }    // namespace
 

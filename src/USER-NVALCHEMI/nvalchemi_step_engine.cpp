@@ -82,7 +82,7 @@ namespace NVAlchemi {
       model->evaluate(model_graph, cell, share, &exchange, out);
       exchange.agree(ExchangeCall::RETURNED, 0);
       // a replay makes no exchange call either: the host's communication is not in the graph
-      if (cuda_graph) model->cuda_graphs()->enable(exchange.point().calls == 0);
+      if (cuda_graph) model->cuda_graphs().enable(exchange.point().calls == 0);
     } catch (std::exception &) {
       if (!exchange.mismatched()) throw;
     }

@@ -317,7 +317,7 @@ void PairNVAlchemi::evaluate_model(bool host_outputs)
                    s.row_capacity(), s.edge_capacity(), update->ntimestep, need[0], need[1]);
   s.last_step().graph = platform::walltime() - start;
 
-  const int captures = s.cuda_graph ? s.model->cuda_graphs()->captures() : 0;
+  const int captures = s.cuda_graph ? s.model->cuda_graphs().captures() : 0;
   stop_on_error(" failed", [&] {
     s.call_model(*model_graph, NVAlchemi::box_cell(domain));
   });

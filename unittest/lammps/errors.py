@@ -351,7 +351,7 @@ def device_cases(lj_model, aoti_model, workdir):
     ]
 
 
-def library_cases(fused_model, models, workdir):
+def library_cases(fused_model, fused_package, models, workdir):
     """The library keyword: files that are no operator library, and a model calling an operator
     that no loaded library registers."""
     ok = {"units": "lj", "newton": "", "model": fused_model, "keywords": "", "elements": "Ar Ar", "after": ""}
@@ -366,6 +366,9 @@ def library_cases(fused_model, models, workdir):
          r"file too short).* \(an operator library is a shared object built against the same LibTorch"),
         ("model calling an operator no library registers", ok,
          r"Cannot load .*lj_ar_fused\.pt as a TorchScript model: the model calls the operator "
+         r"nvalchemi_kernels::lj_edge_energy, which no loaded library registers: .*'library <file>\.so'"),
+        ("package calling an operator no library registers", dict(ok, model=fused_package),
+         r"Cannot load .*lj_ar_fused\.pt2 as an AOTInductor model: the model calls the operator "
          r"nvalchemi_kernels::lj_edge_energy, which no loaded library registers: .*'library <file>\.so'"),
         ("spec listing an operator no library registers", dict(ok, model=models["unregistered_custom_op"]),
          r"Model .*unregistered_custom_op\.pt needs the operator\(s\) nvalchemi_kernels::not_a_kernel, which no "
@@ -419,9 +422,8 @@ def cases(lj_model, models):
          r"failed on step 0: the model changed its input 'neighbor_list' in place; inputs are the "
          r"package's buffers, read-only to the model"),
         ("CUDA graph on the CPU", dict(ok, keywords=" cuda_graph yes"),
-         r"pair_style nvalchemi cuda_graph yes captures a TorchScript model's calls on a GPU at fixed "
-         r"shapes: it needs a \.pt model, device cuda and static_shapes yes \(model .*: TorchScript, "
-         r"device cpu, static_shapes no\)"),
+         r"pair_style nvalchemi cuda_graph yes captures a model's calls on a GPU at fixed shapes: it "
+         r"needs device cuda and static_shapes yes \(model .*: TorchScript, device cpu, static_shapes no\)"),
         ("graph built nowhere", dict(ok, keywords=" graph gpu"),
          r"pair_style nvalchemi graph must be host \(built on the CPU, copied to the model's device\) or "
          r"device \(built on the model's device\), not gpu"),
@@ -633,6 +635,7 @@ def main():
     parser.add_argument("--model", required=True)
     parser.add_argument("--aoti-model", required=True, help="the LJ model as an AOTInductor package")
     parser.add_argument("--fused-model", required=True, help="the LJ model calling the fused kernel library")
+    parser.add_argument("--fused-package", required=True, help="its AOTInductor package")
     parser.add_argument("--nan-model", required=True, help="nan_probe.pt: NaN energy and forces on Ne atoms")
     parser.add_argument("--only", default="", help="run the cases whose name matches this regular expression")
     parser.add_argument("--jobs", type=int, default=2, help="cases run at once (each a LAMMPS job of its own)")
@@ -642,7 +645,7 @@ def main():
         models = make_models(workdir, args.model)
         all_cases = (cases(args.model, models) + aoti_cases(args.aoti_model, workdir)
                      + device_cases(args.model, args.aoti_model, workdir)
-                     + library_cases(args.fused_model, models, workdir))
+                     + library_cases(args.fused_model, args.fused_package, models, workdir))
         jobs = [(n, name, BASE.format(**fields), expected, {}) for n, (name, fields, expected) in enumerate(all_cases)]
         # a model output wrong on rank 1 only: the error comes from proc 1, within the timeout
         jobs += [(n, f"one rank: {name}", ONE_RANK_BASE.format(**fields), expected,
