@@ -21,10 +21,12 @@ import importlib.util
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -69,11 +71,12 @@ def save_scripted_model(scripted: torch.jit.ScriptModule, path: str, **metadata_
     return metadata
 
 
-def require_ranks_in_step(path: str, metadata: Dict) -> None:
+def require_ranks_in_step(path: str, metadata: Dict, name: Optional[str] = None) -> None:
     """Remove the model just written to `path` and raise ValueError if a rank without atoms
     would make other exchange calls than a rank with atoms (nvalchemi-check's "in step" check):
     pair_style nvalchemi stops such a run; or if the model cannot be evaluated as a rank of a
-    decomposed run on the check's small random cell of its species."""
+    decomposed run on the check's small random cell of its species. `name`: the file the
+    message names (default `path`)."""
     from nvalchemi_lammps import check as nvalchemi_check
     # a spec in the toolkit's layout, which only the pair style translates: checked on the rows
     # of halo mode layerwise
@@ -87,7 +90,7 @@ def require_ranks_in_step(path: str, metadata: Dict) -> None:
                                   f"its species, failed: {cause}")
     if not in_step:
         os.remove(path)
-        raise ValueError(f"{path} not written: {detail}")
+        raise ValueError(f"{name or path} not written: {detail}")
 
 
 def save_model(
@@ -323,23 +326,83 @@ def save_aoti_model(
     metadata = make_metadata(cutoff=cutoff, species=species, units=units, dtype=dtype,
                              spec=with_called_operators(spec, program))
     COMPILE_SECONDS.append({"path": path, "phase": "trace and export", "seconds": time.monotonic() - start})
+
+    def check(unchecked: str) -> None:
+        require_program_as_module(unchecked, path, wrapper, example)
+        require_ranks_in_step(unchecked, metadata, name=path)
+
     compile_package(program, path, {METADATA_FILE: json.dumps(metadata, sort_keys=True),
                                      AOTI_ENERGY_OUTPUT: energy_output, AOTI_OWNED_ROWS: AOTI_OWNED_ROWS_AS_SIZE,
                                      AOTI_OUTPUTS: " ".join(names), AOTI_GRADIENT: gradient_of},
-                    device)
-    require_ranks_in_step(path, metadata)
+                    device, check)
     return metadata
 
 
-def compile_package(program, path: str, recorded: Dict[str, str], device: str) -> None:
+def compile_package(program, path: str, recorded: Dict[str, str], device: str,
+                    check: Optional[Callable[[str], None]] = None) -> None:
     """AOTInductor's package of the exported `program` at `path`, recording the metadata entries
-    `recorded`; copied from the package cache where the same program was compiled before."""
+    `recorded`; copied from the package cache where the same program was compiled before.
+    `check` (the file; raises, having removed it, to refuse it) runs on the package under
+    another name in the same folder first: a package that fails it, or crashes the process while
+    it runs, leaves no file at `path` and does not enter the cache."""
     key = package_cache.package_key(program, recorded, device)
-    if not package_cache.reuse(key, path):
+    folder, name = os.path.split(path)
+    # (a folder of its own, so that the package's files are named after it as after `path`)
+    unchecked_folder = tempfile.mkdtemp(prefix=".nvalchemi-unchecked-", dir=folder or ".")
+    unchecked = os.path.join(unchecked_folder, name)
+    cached = package_cache.reuse(key, unchecked)
+    if not cached:
         with compile_progress(path, device):
-            torch._inductor.aoti_compile_and_package(program, package_path=path,
+            torch._inductor.aoti_compile_and_package(program, package_path=unchecked,
                                                      inductor_configs={"aot_inductor.metadata": recorded})
-        package_cache.keep(key, path)
+    try:
+        if check:
+            check(unchecked)
+        if not cached:
+            package_cache.keep(key, unchecked)
+        os.replace(unchecked, path)
+    finally:
+        shutil.rmtree(unchecked_folder, ignore_errors=True)
+
+
+def require_program_as_module(package: str, path: str, module: torch.nn.Module, example: Tuple[torch.Tensor, ...]) -> None:
+    """Remove the package `package` (to be written as `path`) and raise ValueError unless its
+    program returns what `module` (the module it was compiled from, run eagerly) returns on
+    `example`, to rounding: a compiler defect that computes something else stops the export,
+    not a LAMMPS run. A line on stderr first says what runs, for a defect that crashes."""
+    with torch.enable_grad():
+        expected = [value.detach() for value in module(*example)]
+    print(f"  checking {os.path.basename(path)}: its compiled program against the model on a small example",
+          file=sys.stderr, flush=True)
+    try:
+        returned = list(torch._inductor.aoti_load_package(package)(*example))
+    except Exception as exc:  # noqa: BLE001  (any failure of the program itself)
+        os.remove(package)
+        raise ValueError(f"{path} not written: its compiled program failed on the example it was traced on: "
+                         f"{exc}") from exc
+    names = list(getattr(module, "names", [])) + ["the gradient of the energy"]
+    problems = [] if len(returned) == len(expected) else [
+        f"it returns {len(returned)} tensors, the model {len(expected)}"]
+    for k, (want, got) in enumerate(zip(expected, returned)):
+        name = names[k] if k < len(names) else f"output {k}"
+        if got.shape != want.shape or got.dtype != want.dtype:
+            problem = f"{name} is {tuple(got.shape)} {got.dtype}, the model's {tuple(want.shape)} {want.dtype}"
+        elif not want.is_floating_point():
+            problem = "" if torch.equal(got, want) else f"{name} differs"
+        else:
+            # rounding of float64 (float32) sums taken in another order: far below these bounds
+            tolerance = 1e-9 if want.dtype == torch.float64 else 1e-3
+            scale = max(float(want.abs().max()) if want.numel() else 0.0, 1e-30)
+            error = float((got - want).abs().max()) if want.numel() else 0.0
+            problem = "" if error <= tolerance * scale else (
+                f"{name} differs by {error:.3g} (the model's largest value is {scale:.3g})")
+        problems += [problem] if problem else []
+    if problems:
+        os.remove(package)
+        raise ValueError(f"{path} not written: its compiled program does not compute what the model does on the "
+                         f"example it was traced on: {'; '.join(problems)}. This is a defect of the compiler "
+                         f"(AOTInductor, torch {torch.__version__}); export the model as TorchScript (.pt), "
+                         "or write the operation that differs another way")
 
 
 class _PositionalHook(torch.nn.Module):

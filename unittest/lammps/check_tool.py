@@ -31,7 +31,8 @@ from typing import Dict
 
 import torch
 
-from nvalchemi_lammps.export import METADATA_FILE, make_metadata, save_model
+from nvalchemi_lammps.export import (METADATA_FILE, example_inputs, make_metadata, require_program_as_module,
+                                     save_model)
 from nvalchemi_lammps.model_file import LoadedModel
 from nvalchemi_lammps.owned_rows import owned_count, owned_rows, per_row
 
@@ -103,6 +104,44 @@ class OwnedRowsWithoutRefresh(torch.nn.Module):
 def run(args, *extra):
     proc = subprocess.run([args.python, args.check, *extra], capture_output=True, text=True, timeout=600)
     return proc.returncode, proc.stdout + proc.stderr
+
+
+def require_compiled_as_traced(package: str, workdir: str, failures: list) -> None:
+    """The exporter's check of a compiled program against the module it was traced from (a
+    compiler defect) passes the package's own program and refuses, removing the file and naming
+    the output, one whose energies are off by 1e-6 relative."""
+    meta = LoadedModel(package).metadata()
+    example = example_inputs(meta["species"], meta["cutoff"], torch.float64)
+    program = torch._inductor.aoti_load_package(package)
+
+    class Compiled(torch.nn.Module):
+        names = program.get_metadata()["nvalchemi_outputs"].split()
+
+        def __init__(self, perturbed: bool):
+            super().__init__()
+            self.perturbed = perturbed
+
+        def forward(self, *inputs):
+            returned = list(program(*inputs))
+            if self.perturbed:
+                returned[0] = returned[0] * (1 + 1e-6)
+            return tuple(returned)
+
+    for perturbed in (False, True):
+        copy = os.path.join(workdir, "compiled_copy.pt2")
+        shutil.copyfile(package, copy)
+        try:
+            require_program_as_module(copy, "checked.pt2", Compiled(perturbed), example)
+            refused = ""
+        except ValueError as exc:
+            refused = str(exc)
+        want = ("checked.pt2 not written: its compiled program does not compute what the model does" in refused
+                and f"{Compiled.names[0]} differs by" in refused and not os.path.exists(copy)) if perturbed \
+            else refused == ""
+        what = "refuses a program off by 1e-6" if perturbed else "passes the program against itself"
+        print(f"{'ok  ' if want else 'FAIL'} the export's compiled-program check {what}")
+        if not want:
+            failures.append(f"the export's compiled-program check {what}: {refused or 'no refusal'}")
 
 
 def main():
@@ -209,6 +248,8 @@ def main():
         require_refusal("returns energies that are not finite", NaNEnergies(), nan_model,
                         dict(cutoff=2.0, species=[18], units="lj"), "not finite")
         expect("energies that are not finite", [nan_model], 1, ["FAIL  contract", "not finite", "is NOT ready"])
+        for model in (m for m in args.ready if os.path.basename(m) == "lj_ar.pt2"):
+            require_compiled_as_traced(model, workdir, failures)
         if args.export:
             schnet = os.path.join(os.path.dirname(__file__), "..", "..", "models", "schnet.py")
             # a name without a suffix is a package (schnet_cli.pt2), here in float32 and for AVX2 CPUs,

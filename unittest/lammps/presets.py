@@ -149,6 +149,7 @@ def main():
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--case", choices=("ewald", "ewald_predicted", "pme", "dftd3"), required=True)
     parser.add_argument("--model", required=True, help="the model the case runs")
+    parser.add_argument("--oracle-model", help="its TorchScript file, for the plain-PyTorch oracle (default: --model)")
     parser.add_argument("--mlip", default="", help="dftd3: the MLIP overlaid (mace_ho_tiny.pt)")
     parser.add_argument("--np", type=int, required=True)
     parser.add_argument("--grid", type=int, nargs=3, default=(0, 0, 0))
@@ -196,7 +197,7 @@ def main():
                 check(f"{key}: np{args.np} vs np1", relative_difference(many[key], one[key]), args.tol)
 
         # plain PyTorch on the whole cell
-        model = torch.jit.load(args.model)
+        model = torch.jit.load(args.oracle_model or args.model)
         pos = torch.tensor(positions, dtype=torch.float64)
         numbers = torch.tensor([elements[t - 1] for t in types])
         cell = torch.tensor(lattice, dtype=torch.float64)
