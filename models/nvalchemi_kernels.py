@@ -53,7 +53,7 @@ if _registered():
 
     @torch.library.register_fake("nvalchemi_kernels::lj_edge_energy_backward")
     def _lj_edge_energy_backward_shape(grad, edge_vectors, edge_types, epsilon, sigma):
-        return torch.empty_like(edge_vectors)
+        return edge_vectors.new_empty(edge_vectors.shape)  # contiguous, as the kernel's
 else:
     _LIBRARY = torch.library.Library("nvalchemi_kernels", "DEF")
     for _name, _schema in SCHEMAS.items():

@@ -82,7 +82,7 @@ class PME(PointCharges):
         points = torch.remainder(base.to(torch.int64).unsqueeze(1) - stencil.unsqueeze(0), k_mesh)  # [N, 64, 3]
         flat = (points[..., 0] * k_mesh + points[..., 1]) * k_mesh + points[..., 2]
         # the stencil's weights as an outer product, in its order (a gather of the weights by the
-        # stencil's offsets compiles wrongly with AOTInductor in torch 2.13: potentials/README.md)
+        # stencil's offsets compiles wrongly with AOTInductor in torch 2.13: doc/Howto_nvalchemi_presets.rst)
         w = (weights[:, 0, :, None, None] * weights[:, 1, None, :, None] * weights[:, 2, None, None, :]).reshape(-1, 64)
         spread = (q[:owned].unsqueeze(1) * w).reshape(-1)
         mesh = torch.zeros(k_mesh * k_mesh * k_mesh, dtype=dtype, device=device).index_add(0, flat.reshape(-1), spread)

@@ -111,3 +111,11 @@ def keep(key: str, path: str) -> None:
         print(f"note: the package cache {folder} could not keep {path}: {exc}", file=sys.stderr)
         if partial and os.path.exists(partial):
             os.remove(partial)
+
+
+def forget(key: str) -> None:
+    """Remove the package `key` names from the cache (one that failed the exporter's check)."""
+    folder = cache_folder()
+    kept = os.path.join(folder, key + ".pt2") if folder else None
+    if kept and os.path.isfile(kept):
+        os.remove(kept)

@@ -33,9 +33,9 @@ namespace NVAlchemi {
     bool graph_optimization = false;
   };
 
-  // CUDA-graph capture of a model's calls (ModelRunner::cuda_graphs()): while enabled, each call is captured once per set of input shapes (static shapes on a GPU)
-  // and replayed after. A capture that fails is not tried again and the call runs uncaptured;
-  // problem() then says why.
+  // CUDA-graph capture of a model's calls (ModelRunner::cuda_graphs()): while enabled, each call
+  // is captured once per set of input shapes (static shapes on a GPU) and replayed after. A
+  // capture that fails is not tried again and the call runs uncaptured; problem() then says why.
   class CudaGraphCapture {
    public:
     virtual ~CudaGraphCapture() = default;

@@ -108,24 +108,30 @@ namespace NVAlchemi {
 
   }    // namespace
 
-  AotiPackage load_aoti_package(const std::string &bytes, const Device &device)
+  AotiPackage load_aoti_package(const std::string &bytes, const Device &device, bool capturable)
   {
     AotiPackage package;
     TemporaryPackage file(bytes);
     package.meta =
         torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(file.path, "model");
     check_target(package.meta, device);
-    // one caller at a time: the single-threaded run has none of the container's locks and
-    // events, which a CUDA-graph capture of the run refuses
-    try {
-      package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-          file.path, "model", /*run_single_threaded=*/true, /*num_runners=*/1,
-          static_cast<c10::DeviceIndex>(device.loader_index()));
-    } catch (const c10::Error &e) {
-      // the program's calls of operators beyond ATen's are resolved when it loads
-      name_a_missing_operator(e.what_without_backtrace(), "Could not find schema for ");
-      throw;
-    }
+    const auto load = [&](bool single_threaded) {
+      try {
+        package.loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+            file.path, "model", single_threaded, /*num_runners=*/1,
+            static_cast<c10::DeviceIndex>(device.loader_index()));
+        package.single_threaded = single_threaded;
+      } catch (const c10::Error &e) {
+        // the program's calls of operators beyond ATen's are resolved when it loads
+        name_a_missing_operator(e.what_without_backtrace(), "Could not find schema for ");
+        // a package of a torch before 2.7 has no single-threaded run: the default one, then
+        if (!single_threaded ||
+            std::string(e.what()).find("RunSingleThreaded") == std::string::npos)
+          throw;
+      }
+    };
+    load(capturable);
+    if (!package.loader) load(false);
     return package;
   }
 
@@ -134,13 +140,16 @@ namespace NVAlchemi {
     // the settings that do not apply to a compiled program.
     class CompiledRunner : public ModelRunner {
      public:
-      CompiledRunner(std::unique_ptr<torch::inductor::AOTIModelPackageLoader> program,
-                     const Device &device) : loader(std::move(program)), placement(device)
+      CompiledRunner(AotiPackage &package, const Device &device) :
+          loader(std::move(package.loader)), placement(device)
       {
+        if (!package.single_threaded)
+          capture.refuse("the package was compiled by a torch before 2.7, whose programs have no "
+                         "single-threaded run, which a CUDA graph could capture: export it again");
       }
       std::string_view format() const override { return AOTI_FORMAT; }
-      // a compiled program's calls are not listed in the package (an operator missing at run
-      // time fails the call, naming it)
+      // a compiled program's calls are not listed in the package (an operator no loaded library
+      // registers fails the load, naming it; the exporter lists them in the spec's custom_ops)
       std::vector<std::string> custom_operators() const override { return {}; }
       void set_synchronized_phases(bool on) override { placement.synchronized_phases = on; }
       // the program's run, forward and backward, captured whole
@@ -181,8 +190,7 @@ namespace NVAlchemi {
     class ContractProgram : public CompiledRunner {
      public:
       ContractProgram(AotiPackage &&package, const Device &device) :
-          CompiledRunner(std::move(package.loader), device),
-          metadata(package.meta[std::string(METADATA_FILE)]),
+          CompiledRunner(package, device), metadata(package.meta[std::string(METADATA_FILE)]),
           energy_output(package.meta[std::string(AOTI_ENERGY_OUTPUT)]),
           owned_rows_as_size(package.meta[std::string(AOTI_OWNED_ROWS)] == AOTI_OWNED_ROWS_AS_SIZE)
       {
@@ -292,7 +300,7 @@ namespace NVAlchemi {
     class NequipAllegroProgram : public CompiledRunner {
      public:
       NequipAllegroProgram(AotiPackage &&package, const Device &device) :
-          CompiledRunner(std::move(package.loader), device)
+          CompiledRunner(package, device)
       {
         auto &meta = package.meta;
         if (!meta["per_edge_type_cutoff"].empty())
@@ -413,7 +421,7 @@ namespace NVAlchemi {
   {
     std::unique_ptr<ModelRunner> runner;
     rethrow_torch_errors([&] {
-      AotiPackage package = load_aoti_package(package_bytes, device);
+      AotiPackage package = load_aoti_package(package_bytes, device, /*capturable=*/true);
       if (package.meta[std::string(METADATA_FILE)].empty() &&
           NequipAllegroProgram::recognises(package.meta))
         runner = std::make_unique<NequipAllegroProgram>(std::move(package), device);

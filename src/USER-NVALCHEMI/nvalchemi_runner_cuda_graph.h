@@ -60,6 +60,12 @@ namespace NVAlchemi {
     void enable(bool on) override { capturing = on && why_not.empty(); }
     int captures() const override { return call.captures(); }
     const std::string &problem() const override { return why_not; }
+    // Capture off for good, for `reason` (what problem() then says).
+    void refuse(const std::string &reason)
+    {
+      why_not = reason;
+      capturing = false;
+    }
     // `work` on `inputs`, captured or replayed (CapturedCall::run); nothing while capture is
     // off, or when this capture failed: the caller then runs the work itself.
     std::optional<std::vector<torch::Tensor>> run(const std::vector<torch::Tensor> &inputs,

@@ -134,6 +134,9 @@ namespace NVAlchemi {
     if (at == std::string::npos) return;
     std::string op = text.substr(at + marker.size());
     op = op.substr(0, op.find_first_of(".\n "));
+    // LibTorch's own operators come from no library: a LibTorch other than the exporter's
+    const std::string ns = op.substr(0, op.find("::"));
+    if (ns == "aten" || ns == "prim" || ns == "prims") return;
     throw std::runtime_error("the model calls the operator " + op +
                              ", which no loaded library registers: load the library that "
                              "provides it before the model, with the pair_style keyword "

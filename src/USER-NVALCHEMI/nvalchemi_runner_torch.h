@@ -34,11 +34,16 @@ namespace NVAlchemi {
   // An AOTInductor package loaded for `device`: its metadata and its program. Throws
   // std::runtime_error where the package was compiled for another device, machine type or CPU
   // instruction set (the model runners and fix nvalchemi/dd's hook load packages through it).
+  // `capturable`: run by AOTInductor's single-threaded runner where the package has one (torch
+  // 2.7 on), whose run has none of the default runner's locks and events, which a CUDA-graph
+  // capture refuses; `single_threaded` says whether it is.
   struct AotiPackage {
     std::unordered_map<std::string, std::string> meta;
     std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+    bool single_threaded = false;
   };
-  AotiPackage load_aoti_package(const std::string &bytes, const Device &device);
+  AotiPackage load_aoti_package(const std::string &bytes, const Device &device,
+                                bool capturable = false);
 
   // Where the tensors the package hands a model (or a hook) live and in what precision: every
   // such tensor is made here, and every output comes back to the host through here. On the CPU
@@ -151,8 +156,8 @@ namespace NVAlchemi {
   };
 
   // Throws std::runtime_error naming the operator and the keyword that loads a library for it
-  // where a loader's message `text` says, after `marker`, that an operator ("ns::name") is
-  // unknown; returns otherwise.
+  // where a loader's message `text` says, after `marker`, that an operator ("ns::name") outside
+  // LibTorch's own namespaces is unknown; returns otherwise.
   void name_a_missing_operator(const std::string &text, const std::string &marker);
 
   // LibTorch's errors as std::runtime_error with their message (no backtrace).
