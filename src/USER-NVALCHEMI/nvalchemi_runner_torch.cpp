@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -128,15 +129,22 @@ namespace NVAlchemi {
                              " (where pair_style nvalchemi placed its inputs)");
   }
 
+  bool is_builtin_namespace(const std::string &ns)
+  {
+    static const std::set<std::string> builtin = {
+        "aten",    "prim",       "attr", "onnx",  "scope",    "user",      "_caffe2",
+        "dimname", "namespaces", "cuda", "prims", "profiler", "quantized", "nvalchemi"};
+    return builtin.count(ns) == 1;
+  }
+
   void name_a_missing_operator(const std::string &text, const std::string &marker)
   {
     const size_t at = text.find(marker);
     if (at == std::string::npos) return;
     std::string op = text.substr(at + marker.size());
     op = op.substr(0, op.find_first_of(".\n "));
-    // LibTorch's own operators come from no library: a LibTorch other than the exporter's
-    const std::string ns = op.substr(0, op.find("::"));
-    if (ns == "aten" || ns == "prim" || ns == "prims") return;
+    // LibTorch's and the package's own operators come from no library
+    if (is_builtin_namespace(op.substr(0, op.find("::")))) return;
     throw std::runtime_error("the model calls the operator " + op +
                              ", which no loaded library registers: load the library that "
                              "provides it before the model, with the pair_style keyword "

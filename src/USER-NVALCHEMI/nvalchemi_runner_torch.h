@@ -155,9 +155,13 @@ namespace NVAlchemi {
     ~ExchangeScope();
   };
 
+  // Whether operators of namespace `ns` are ATen's, TorchScript's own nodes or the package's
+  // exchange ops: none that an operator library registers.
+  bool is_builtin_namespace(const std::string &ns);
+
   // Throws std::runtime_error naming the operator and the keyword that loads a library for it
   // where a loader's message `text` says, after `marker`, that an operator ("ns::name") outside
-  // LibTorch's own namespaces is unknown; returns otherwise.
+  // the builtin namespaces is unknown; returns otherwise.
   void name_a_missing_operator(const std::string &text, const std::string &marker);
 
   // LibTorch's errors as std::runtime_error with their message (no backtrace).

@@ -23,15 +23,6 @@ namespace LAMMPS_NS {
 namespace NVAlchemi {
 
   namespace {
-    // namespaces of ATen, TorchScript's own nodes and the package's exchange ops
-    bool is_builtin_namespace(const std::string &ns)
-    {
-      static const std::set<std::string> builtin = {
-          "aten",    "prim",       "attr", "onnx",  "scope",    "user",      "_caffe2",
-          "dimname", "namespaces", "cuda", "prims", "profiler", "quantized", "nvalchemi"};
-      return builtin.count(ns) == 1;
-    }
-
     void collect_operators(torch::jit::Block *block, std::set<std::string> &ops)
     {
       for (torch::jit::Node *node : block->nodes()) {
