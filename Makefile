@@ -44,7 +44,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # (OpenMP backend): pair_style nvalchemi/kk, so that one LAMMPS build serves both styles
 LAMMPS_PACKAGES := USER-NVALCHEMI KSPACE PLUGIN KOKKOS
 
-.PHONY: all deps export-venvs lammps nvalchemi run test bench sevenn-race mliap-race soak sanitize fuzz \
+.PHONY: all deps mace-venv export-venvs lammps nvalchemi run test bench sevenn-race mliap-race soak sanitize fuzz \
   cuda-wheel-check cuda-check clean
 
 all: nvalchemi
@@ -53,9 +53,12 @@ deps:
 	@LAMMPS_DIR=$(filter-out $(BUILD)/lammps-src,$(LAMMPS_DIR)) tools/install-deps.sh $(BUILD)
 	@$(if $(filter $(BUILD)/kokkos/%,$(KOKKOS_DIR)),tools/install-kokkos.sh $(BUILD))
 
-# the model export tools with mace-torch, and with nequip, in venvs of their own (only the tests
-# need them)
-export-venvs:
+# the model export tools with mace-torch, and with nequip, in venvs of their own (the tests need
+# them; the build compiles examples/mace's model in the mace one)
+mace-venv: deps
+	@tools/install-export-venvs.sh $(BUILD) mace
+
+export-venvs: mace-venv
 	@tools/install-export-venvs.sh $(BUILD)
 
 # LAMMPS with USER-NVALCHEMI built in (registered through CMAKE_PROJECT_lammps_INCLUDE) and KOKKOS
@@ -85,14 +88,16 @@ lammps: deps
 	    { cat $(BUILD)/lammps/install-python.log; exit 1; }; }
 
 # the plugin, the unit tests, the reference models and the ctest suite
-nvalchemi: lammps
+nvalchemi: lammps mace-venv
 	@test -f $(BUILD)/nvalchemi/CMakeCache.txt || cmake -S . -B $(BUILD)/nvalchemi \
 	  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
 	  -DLAMMPS_SOURCE_DIR=$(LAMMPS_DIR)/src -DLAMMPS_BINARY=$(LMP) -DNVALCHEMI_PYTHON=$(PYTHON) \
 	  $(TORCH_CMAKE_ARGS)
 	@cmake --build $(BUILD)/nvalchemi -j $(JOBS)
 
-run: nvalchemi
+# (mace-torch installs while LAMMPS compiles)
+run:
+	@$(MAKE) -j2 nvalchemi
 	cd examples/lj && mpirun -np 2 $(LMP) -in in.lj -log none
 
 # the export venvs (pip: mostly downloading and unpacking) install while LAMMPS compiles

@@ -5,13 +5,15 @@
 # nequip-allegro and their e3nn 0.6), venv-sevenn (sevenn, with its pretrained
 # models); and venv-torch-only, PyTorch and nothing else, into which
 # the test unittest/export/torch_only.py installs the tools as a user would. Never needed by a
-# LAMMPS run.
+# LAMMPS run. With "mace", venv-mace alone: `make` compiles examples/mace's model with it.
 # Idempotent: a second run compares a stamp and returns at once.
 #
-# usage: tools/install-export-venvs.sh <build-dir>
+# usage: tools/install-export-venvs.sh <build-dir> [mace]
 set -euo pipefail
 
-build_dir=${1:?usage: install-export-venvs.sh <build-dir>}
+build_dir=${1:?usage: install-export-venvs.sh <build-dir> [mace]}
+only=${2:-}
+case $only in "" | mace) ;; *) echo "install-export-venvs: unknown '$only' (mace, or nothing for all)" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build_dir"
 build_dir=$(cd "$build_dir" && pwd)
@@ -40,6 +42,7 @@ install() {
 }
 
 install venv-mace mace "${mace_pins[@]}"
+[ "$only" = mace ] && exit 0
 install venv-nequip nequip "${nequip_pins[@]}"
 install venv-sevenn sevenn "${sevenn_pins[@]}"
 

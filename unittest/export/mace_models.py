@@ -6,14 +6,19 @@ updates owned rows only (owned_rows_only.py); and the file pair_style mace reads
 MACE's own mace_create_lammps_model (tiny.model-lammps.pt). With --packages, the AOTInductor packages (.pt2)
 of the same model instead, the layerwise one updating owned rows only too: a test of its own, so
 that their compile time keeps no other test waiting; kept between runs (harness.kept_file) under
-a key of the model's parameters, the exporter's sources and the versions that compile them.
+a key of the model's parameters, the exporter's sources and the versions that compile them. With
+--example, the package examples/mace and examples/dftd3 run (potentials/mace_ho_tiny.pt2, which
+`make` writes): the layerwise float64 one, by the same command, so that the exporter's package
+cache serves the tests' copy.
 
     python unittest/export/mace_models.py [--packages] <output dir>
+    python unittest/export/mace_models.py --example <package>
 """
 
 import os
 import subprocess
 import sys
+import tempfile
 
 import mace  # noqa: F401  (before e3nn)
 import numpy as np
@@ -80,8 +85,19 @@ def packages(outdir: str) -> None:
             require_owned_rows_only(package)
 
 
+def example(package: str) -> None:
+    """The layerwise float64 package of the tiny model at `package`, as packages() writes it."""
+    with tempfile.TemporaryDirectory() as folder:
+        source = os.path.join(folder, "tiny.model")
+        torch.save(tiny_mace(), source)
+        subprocess.run([os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export"), source,
+                        "-o", package, "--halo", "layerwise", "--dtype", "float64"], check=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--packages":
         packages(sys.argv[2])
+    elif sys.argv[1] == "--example":
+        example(sys.argv[2])
     else:
         main(sys.argv[1])

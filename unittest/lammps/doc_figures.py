@@ -7,7 +7,7 @@ runs on its own:
 A page (README.md, */README.md, doc/*.rst) quotes a committed log by its path in backquotes, a
 colon, and figures separated by commas, each a number and what it measures:
 
-    (``examples/mace/log.3Dec26.mace.g++.1``: 30 ms a step, 361 ghost atoms)
+    (``examples/mace/log.7Dec26.mace.g++.1``: 10 ms a step, 361 ghost atoms)
 
 What a figure can measure, always in the log's last run: ``ms a step`` and ``s a step`` (its "Loop
 time" over its steps), ``atoms`` (of that line), ``ghost atoms`` and ``neighbors`` (LAMMPS'

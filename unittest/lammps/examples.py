@@ -153,7 +153,7 @@ def main():
 
         mace = Example(args, workdir, "mace")
         layerwise = thermo(mace.run("mace"))
-        deep = thermo(mace.run("mace_deep", mace.variant("mace_ho_tiny.pt\n", "mace_ho_tiny.pt halo deep\n").replace(
+        deep = thermo(mace.run("mace_deep", mace.variant("mace_ho_tiny.pt2\n", "mace_ho_tiny.pt2 halo deep\n").replace(
             "run             50", "run             20")))
         rows = len(deep["Step"])
         check("mace", f"'halo deep' gives the same thermo (steps {deep['Step']})",
