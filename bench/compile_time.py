@@ -3,7 +3,7 @@
 off the JSON lines and the table.
 
     compile_time.py --out DIR [--models lj,schnet,mace_tiny,mace_medium,sevennet0]
-                    [--settings default,wrapper_O0] [--build build]
+                    [--settings default,sequential,wrapper_O0] [--build build]
 
 Each model is written by its exporter's Python API (export.save_aoti_model for the test models
 LJ and SchNet, nvalchemi_lammps.mace_export for a tiny MACE and one of MACE-MP-0 medium's size
@@ -14,13 +14,18 @@ backward with its export, AOTInductor's compile (export.COMPILE_SECONDS), the pr
 time, and the package's call on a 64-atom random cell (milliseconds, median of 10 after 2).
 The warm run keeps its package in an empty package cache (nvalchemi_lammps.package_cache; off
 for the cold run), and a third run ("kept") copies it from there.
-Settings: default, and wrapper_O0 (AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL=O0: the generated
-run function compiled without optimization; the kernels keep theirs).
+Of the compile, *cxx*: the C++ compiler's share (Inductor's AotCodeCompiler.compile: the object
+files and the link); the rest is Inductor's lowering in Python.
+Settings: default; sequential (the wrapper's and the kernels' object files compiled one after
+the other, as AOTInductor does, not side by side as the exporter does,
+export.wrapper_beside_kernels); wrapper_O0 (AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL=O0: the
+generated run function compiled without optimization; the kernels keep theirs).
 
     compile_time.py one --model M --out FILE.pt2      (in the model's python: one run, one JSON line)
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -34,7 +39,9 @@ ROOT = os.path.dirname(HERE)
 # each model's python, relative to the build folder (the venvs make test makes)
 PYTHONS = {"lj": "venv", "schnet": "venv", "mace_tiny": "venv-mace", "mace_medium": "venv-mace",
            "sevennet0": "venv-sevenn"}
-SETTINGS = {"default": {}, "wrapper_O0": {"AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL": "O0"}}
+# (the environment of each; NVALCHEMI_BENCH_SEQUENTIAL is read by this script's `one` alone)
+SETTINGS = {"default": {}, "sequential": {"NVALCHEMI_BENCH_SEQUENTIAL": "1"},
+            "wrapper_O0": {"AOT_INDUCTOR_COMPILE_WRAPPER_OPT_LEVEL": "O0"}}
 
 
 def write_model(name, path):
@@ -88,26 +95,30 @@ def call_milliseconds(path, species, cutoff, dtype):
 def one(args):
     for folder in ("python", "models", "bench", os.path.join("unittest", "export")):
         sys.path.insert(0, os.path.join(ROOT, folder))
+    from nvalchemi_lammps import export
+    if os.environ.get("NVALCHEMI_BENCH_SEQUENTIAL") == "1":
+        export.wrapper_beside_kernels = contextlib.nullcontext
     start = time.monotonic()
     species, cutoff, dtype = write_model(args.model, args.out)
     wall = time.monotonic() - start
-    from nvalchemi_lammps.export import COMPILE_SECONDS
-    phases = {entry["phase"]: round(entry["seconds"], 1) for entry in COMPILE_SECONDS}
+    from torch._dynamo.utils import compilation_time_metrics
+    phases = {entry["phase"]: round(entry["seconds"], 1) for entry in export.COMPILE_SECONDS}
     phases.setdefault("compile", 0.0)  # copied from the package cache
+    phases["cxx"] = round(sum(compilation_time_metrics.get("AotCodeCompiler.compile", [])), 1)
     print(json.dumps({"model": args.model, "wall_s": round(wall, 1), **phases,
                       "call_ms": round(call_milliseconds(args.out, species, cutoff, dtype), 3),
                       "bytes": os.path.getsize(args.out)}))
 
 
 def markdown(rows):
-    lines = ["| model | setting | cache | trace and export (s) | compile (s) | wall (s) | call (ms) | MB |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | setting | cache | trace and export (s) | compile (s) | of it cxx (s) | wall (s) | call (ms) | MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['setting']} | {r['cache']} | failed: {r['error'][:120]} |||||")
+            lines.append(f"| {r['model']} | {r['setting']} | {r['cache']} | failed: {r['error'][:120]} ||||||")
             continue
         lines.append(f"| {r['model']} | {r['setting']} | {r['cache']} | {r.get('trace and export', '')} | "
-                     f"{r.get('compile', '')} | {r['wall_s']} | {r['call_ms']} | {r['bytes'] / 1e6:.1f} |")
+                     f"{r.get('compile', '')} | {r.get('cxx', '')} | {r['wall_s']} | {r['call_ms']} | {r['bytes'] / 1e6:.1f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ this module is its Python side, for both formats pair_style nvalchemi loads:
 """
 
 import argparse
+import concurrent.futures
 import contextlib
 import copy
 import importlib.util
@@ -354,7 +355,7 @@ def compile_package(program, path: str, recorded: Dict[str, str], device: str,
     try:
         cached = package_cache.reuse(key, unchecked)
         if not cached:
-            with compile_progress(path, device):
+            with compile_progress(path, device), wrapper_beside_kernels():
                 torch._inductor.aoti_compile_and_package(program, package_path=unchecked,
                                                          inductor_configs={"aot_inductor.metadata": recorded})
         if check:
@@ -475,6 +476,41 @@ def save_hook(hook: torch.nn.Module, path: str, *, atomic_numbers: bool = False,
     recorded = {AOTI_HOOK_INPUTS: " ".join(inputs), AOTI_HOOK_OUTPUTS: " ".join(outputs)}
     compile_package(program, path, recorded, device)
     return recorded
+
+
+@contextlib.contextmanager
+def wrapper_beside_kernels():
+    """AOTInductor compiles a package's C++ as two object files, its run function (the wrapper)
+    and its kernels, one after the other (torch 2.13's AotCodeCompiler.compile; each takes tens
+    of seconds for a MACE-MP-0-sized model): compile the wrapper in a thread while the kernels
+    compile, every later build (the constants, the link) waiting for it. Where Inductor's
+    builder is not as this expects, or the CPU has one core, it compiles as it would."""
+    from torch._inductor import cpp_builder
+    builder = getattr(cpp_builder, "CppBuilder", None)
+    build = getattr(builder, "build", None)
+    if build is None or (os.cpu_count() or 1) < 2:
+        yield
+        return
+    pending = []
+
+    def target(compile_job) -> str:
+        return str(getattr(compile_job, "_target_file", ""))
+
+    def overlapped(compile_job):
+        if target(compile_job).endswith(".wrapper.o"):
+            pending.append(pool.submit(build, compile_job))
+            return None
+        if not target(compile_job).endswith(".kernel.o"):
+            while pending:
+                pending.pop(0).result()  # (raises the wrapper's compile error, if any)
+        return build(compile_job)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        builder.build = overlapped
+        try:
+            yield
+        finally:
+            builder.build = build
 
 
 # what each package written by this process took, by phase ({"path", "phase", "seconds"}): the
