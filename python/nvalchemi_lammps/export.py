@@ -478,34 +478,55 @@ def save_hook(hook: torch.nn.Module, path: str, *, atomic_numbers: bool = False,
     return recorded
 
 
+# one compile at a time patches Inductor's builder (wrapper_beside_kernels)
+_BUILDER_PATCH = threading.Lock()
+
+
 @contextlib.contextmanager
 def wrapper_beside_kernels():
     """AOTInductor compiles a package's C++ as two object files, its run function (the wrapper)
     and its kernels, one after the other (torch 2.13's AotCodeCompiler.compile; each takes tens
     of seconds for a MACE-MP-0-sized model): compile the wrapper in a thread while the kernels
-    compile, every later build (the constants, the link) waiting for it. Where Inductor's
-    builder is not as this expects, or the CPU has one core, it compiles as it would."""
+    compile, and wait for it as soon as they are done (before the constants and the link). Only
+    this thread's compiles, one context at a time; where Inductor's builder is not as this
+    expects, or the CPU has one core, it compiles as it would."""
     from torch._inductor import cpp_builder
     builder = getattr(cpp_builder, "CppBuilder", None)
     build = getattr(builder, "build", None)
     if build is None or (os.cpu_count() or 1) < 2:
         yield
         return
+    owner = threading.get_ident()
     pending = []
 
     def target(compile_job) -> str:
         return str(getattr(compile_job, "_target_file", ""))
 
+    def wait_for_wrapper() -> None:
+        while pending:
+            try:
+                pending.pop(0).result()
+            except Exception as exc:  # Inductor's own advice where it compiles the wrapper itself
+                if " is too big to optimize" in str(exc):
+                    raise RuntimeError("Please use torch._inductor.config.aot_inductor.compile_wrapper_opt_level "
+                                       "= 'O0' flag.") from exc
+                raise
+
     def overlapped(compile_job):
+        if threading.get_ident() != owner:
+            return build(compile_job)
         if target(compile_job).endswith(".wrapper.o"):
             pending.append(pool.submit(build, compile_job))
             return None
-        if not target(compile_job).endswith(".kernel.o"):
-            while pending:
-                pending.pop(0).result()  # (raises the wrapper's compile error, if any)
+        if target(compile_job).endswith(".kernel.o"):
+            try:
+                return build(compile_job)
+            finally:
+                wait_for_wrapper()
+        wait_for_wrapper()
         return build(compile_job)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+    with _BUILDER_PATCH, concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         builder.build = overlapped
         try:
             yield
