@@ -70,17 +70,22 @@ def main(outdir: str) -> None:
 PACKAGES = (("layerwise", "float64"), ("deep", "float32"))
 
 
+def export_package(source: str, package: str, halo: str, dtype: str) -> None:
+    """nvalchemi-mace-export's package of `source`: the one command the tests' packages and the
+    example's are written by, so that they share the exporter's package cache."""
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export"), source, "-o", package,
+                    "--halo", halo, "--dtype", dtype], check=True)
+
+
 def packages(outdir: str) -> None:
     """The AOTInductor packages of tiny.model (written by main), by nvalchemi-mace-export."""
     from harness import kept_file, package_key
     source = os.path.join(outdir, "tiny.model")
-    export = os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export")
     parameters = [value.numpy() for value in torch.load(source, weights_only=False).state_dict().values()]
     for halo, dtype in PACKAGES:
         key = package_key(*parameters, mace.__version__, halo, dtype)
         package = os.path.join(outdir, f"tiny_{halo}_{dtype}.pt2")
-        kept_file(key, package, lambda path: subprocess.run([export, source, "-o", path, "--halo", halo,
-                                                             "--dtype", dtype], check=True))
+        kept_file(key, package, lambda path: export_package(source, path, halo, dtype))
         if halo == "layerwise":
             require_owned_rows_only(package)
 
@@ -90,8 +95,7 @@ def example(package: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         source = os.path.join(folder, "tiny.model")
         torch.save(tiny_mace(), source)
-        subprocess.run([os.path.join(os.path.dirname(sys.executable), "nvalchemi-mace-export"), source,
-                        "-o", package, "--halo", "layerwise", "--dtype", "float64"], check=True)
+        export_package(source, package, "layerwise", "float64")
 
 
 if __name__ == "__main__":
