@@ -46,6 +46,8 @@ SPEC_VERSION: int = TABLES["spec_version"]
 TOOLKIT_SPEC_VERSION: int = TABLES["toolkit_spec_version"]
 # the torch.ops.nvalchemi operators' schemas, "name(arguments) -> result"
 EXCHANGE_OPS = tuple(TABLES["exchange_ops"])
+# the operator namespaces no operator library provides (ATen's, TorchScript's, the exchange ops')
+BUILTIN_OP_NAMESPACES = frozenset(TABLES["builtin_op_namespaces"])
 # the contract's inputs, in the positional order of an AOTInductor model
 CONTRACT_INPUTS = tuple(TABLES["contract_inputs"])
 UNIT_STYLES: List[str] = [style["name"] for style in TABLES["unit_styles"]]

@@ -37,8 +37,9 @@ from nvalchemi_lammps.contract import (AOTI_ENERGY_OUTPUT, AOTI_OWNED_ROWS, AOTI
                                        CONTRACT_INPUTS, CONTRACT_VERSION, METADATA_FILE, TOOLKIT_SPEC_VERSION)  # (the export's API)
 from nvalchemi_lammps.contract import (AOTI_GRADIENT, AOTI_GRADIENT_OF_ALL_ROWS, AOTI_GRADIENT_OF_OWNED_ROWS,
                                        AOTI_NO_GRADIENT, AOTI_OUTPUTS)
-from nvalchemi_lammps.contract import (AOTI_HOOK_INPUTS, AOTI_HOOK_OUTPUTS, AOTI_PACKAGE_SUFFIX, HOOK_INPUTS,
-                                       HOOK_OUTPUTS, TORCHSCRIPT, TORCHSCRIPT_SUFFIX)
+from nvalchemi_lammps.contract import (AOTI_HOOK_INPUTS, AOTI_HOOK_OUTPUTS, AOTI_PACKAGE_SUFFIX,
+                                       BUILTIN_OP_NAMESPACES, HOOK_INPUTS, HOOK_OUTPUTS, TORCHSCRIPT,
+                                       TORCHSCRIPT_SUFFIX)
 from nvalchemi_lammps.model_file import (AOTINDUCTOR, DEFAULT_ENERGY_KEY, LoadedModel, output_format,
                                          read_metadata)  # noqa: F401  (the export's API)
 from nvalchemi_lammps.owned_rows import traced_owned_count
@@ -241,17 +242,13 @@ def example_inputs(species: Sequence[int], cutoff: float, dtype: torch.dtype, ro
             torch.ones(1, 3, dtype=torch.bool), atomic_numbers[:owned])
 
 
-# operator namespaces that need no operator library: ATen's and the package's exchange ops
-BUILTIN_NAMESPACES = ("aten", "prim", "prims", "nvalchemi")
-
-
 def with_called_operators(spec: Optional[Dict], program) -> Optional[Dict]:
     """`spec` with the operators an exported program calls from operator libraries added to its
     custom_ops, which LAMMPS checks before the first step (a compiled package does not name
     them otherwise). A spec in the toolkit's layout is left as it is."""
     called = sorted({node.target._schema.name for node in program.graph.nodes
                      if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
-                     and node.target.namespace not in BUILTIN_NAMESPACES})
+                     and node.target.namespace not in BUILTIN_OP_NAMESPACES})
     spec = dict(spec if spec is not None else DEFAULT_SPEC)
     if called and "core" not in spec:
         spec["custom_ops"] = sorted(set(spec.get("custom_ops", [])) | set(called))

@@ -26,6 +26,10 @@
    nvalchemi toolkit's MLIPSpec.to_dict() layout, which the spec readers also take.
    exchange_ops: the schemas of the torch.ops.nvalchemi operators, each "name(arguments) ->
    result" (nvalchemi_halo_ops_torch.cpp registers them in LibTorch, nvalchemi_lammps.ops in Python).
+   builtin_op_namespaces: the operator namespaces no operator library provides (ATen's,
+   TorchScript's own node kinds, the exchange ops'): a model's calls outside them name the
+   libraries it needs (the exporters record them in the spec's custom_ops; the runners name a
+   missing one in their error).
    aoti_format, torchscript_format: the names of the two formats a model file has; a file is an
    AOTInductor package where it starts with aoti_package_signature and holds aoti_package_marker
    (a zip archive with entries under <name>/data/aotinductor/), else a TorchScript archive; the
@@ -104,7 +108,9 @@ namespace NVAlchemi {
     "system_sum_backward(Tensor grad, Tensor values, int scope) -> Tensor",
     "rank_sum(Tensor x) -> Tensor",
     "rank_sum_backward(Tensor grad) -> Tensor"
-  ]
+  ],
+  "builtin_op_namespaces": ["aten", "prim", "prims", "nvalchemi", "attr", "onnx", "scope", "user",
+                            "_caffe2", "dimname", "namespaces", "cuda", "profiler", "quantized"]
 }
 )json";
 
@@ -214,12 +220,24 @@ namespace NVAlchemi {
     }
   }
 
+  // Whether operators of namespace `ns` are ATen's, TorchScript's own node kinds or the exchange
+  // ops' (builtin_op_namespaces): none that an operator library registers.
+  constexpr bool is_builtin_namespace(std::string_view ns)
+  {
+    for (int k = 0;; ++k) {
+      const std::string_view builtin = contract_list_item("builtin_op_namespaces", k);
+      if (builtin.empty()) return false;
+      if (builtin == ns) return true;
+    }
+  }
+
   static_assert(CONTRACT_VERSION > 0 && !METADATA_FILE.empty() && !AOTI_ENERGY_OUTPUT.empty() &&
                     !AOTI_OWNED_ROWS.empty() && !AOTI_OWNED_ROWS_AS_SIZE.empty() &&
                     !AOTI_PACKAGE_SIGNATURE.empty() && !AOTI_PACKAGE_MARKER.empty() &&
                     !AOTI_FORMAT.empty() && !TORCHSCRIPT_FORMAT.empty() &&
                     !AOTI_HOOK_INPUTS.empty() && !AOTI_HOOK_OUTPUTS.empty() && SPEC_VERSION > 0 &&
-                    TOOLKIT_SPEC_VERSION > 0,
+                    TOOLKIT_SPEC_VERSION > 0 && is_builtin_namespace("aten") &&
+                    is_builtin_namespace("quantized") && !is_builtin_namespace("ate"),
                 "nvalchemi_contract_tables.h: a name the C++ core reads is missing from the table");
 
 }    // namespace NVAlchemi

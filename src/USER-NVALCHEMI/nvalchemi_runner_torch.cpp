@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 namespace LAMMPS_NS {
 namespace NVAlchemi {
@@ -127,14 +126,6 @@ namespace NVAlchemi {
                              "; its outputs must be " + dtype_name(real) +
                              " (the metadata's dtype) on " + where.str() +
                              " (where pair_style nvalchemi placed its inputs)");
-  }
-
-  bool is_builtin_namespace(const std::string &ns)
-  {
-    static const std::set<std::string> builtin = {
-        "aten",    "prim",       "attr", "onnx",  "scope",    "user",      "_caffe2",
-        "dimname", "namespaces", "cuda", "prims", "profiler", "quantized", "nvalchemi"};
-    return builtin.count(ns) == 1;
   }
 
   void name_a_missing_operator(const std::string &text, const std::string &marker)

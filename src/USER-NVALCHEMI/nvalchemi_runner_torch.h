@@ -155,10 +155,6 @@ namespace NVAlchemi {
     ~ExchangeScope();
   };
 
-  // Whether operators of namespace `ns` are ATen's, TorchScript's own nodes or the package's
-  // exchange ops: none that an operator library registers.
-  bool is_builtin_namespace(const std::string &ns);
-
   // Throws std::runtime_error naming the operator and the keyword that loads a library for it
   // where a loader's message `text` says, after `marker`, that an operator ("ns::name") outside
   // the builtin namespaces is unknown; returns otherwise.
