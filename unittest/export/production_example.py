@@ -1,5 +1,5 @@
-"""examples/production runs as its opening comment says, with the float64 SevenNet-0 export (what
-`nvalchemi-sevenn-export 7net-0 -o sevennet0_float64.pt --dtype float64` writes), on 1 and on 4
+"""examples/production runs as its opening comment says, with the float64 SevenNet-0 package (what
+`nvalchemi-sevenn-export 7net-0 -o sevennet0_float64.pt2 --dtype float64` writes), on 1 and on 4
 ranks, each in a folder of its own:
 
 * the run continued from restart.production prints the thermo of the uninterrupted 20-step run
@@ -11,7 +11,7 @@ ranks, each in a folder of its own:
   it is, print the effective spec this build prints and the thermo of the fresh run on as many
   ranks (to the printed digits).
 
-    python production_example.py --lmp LMP --mpirun MPIRUN --repo REPO --model F64.pt
+    python production_example.py --lmp LMP --mpirun MPIRUN --repo REPO --model F64.pt2
 """
 
 import argparse

@@ -1,10 +1,10 @@
 """examples/sevenn runs as its opening comment says: the float32 SevenNet-0 package (what
 `nvalchemi-sevenn-export 7net-0 -o sevennet0.pt2` writes) on 4 ranks prints the thermo of the
-1-rank run to float32 precision (1e-5 relative), and with the float64 export ("-var model FILE",
-TorchScript here) to the 8 digits LAMMPS prints; the logs committed beside the example echo its
+1-rank run to float32 precision (1e-5 relative), and with the float64 package ("-var model FILE",
+what --dtype float64 writes) to the 8 digits LAMMPS prints; the logs committed beside the example echo its
 input as it is.
 
-    python sevenn_example.py --lmp LMP --mpirun MPIRUN --repo REPO --float32 F32.pt2 --float64 F64.pt
+    python sevenn_example.py --lmp LMP --mpirun MPIRUN --repo REPO --float32 F32.pt2 --float64 F64.pt2
 """
 
 import argparse
